@@ -1,0 +1,16 @@
+//! The Browser Operator Protocol as plain data: what a backend and the extension say to each
+//! other (commands, results, WebSocket frames), the connection config a user gives the extension,
+//! and the tool catalog with the JSON Schema of every tool's arguments.
+//!
+//! Pure Rust with no I/O, shared by the wasm worker, the server and the tests.
+
+pub mod catalog;
+pub mod config;
+pub mod frames;
+pub mod message;
+pub mod schema;
+
+pub use catalog::{catalog, tool, ToolSpec};
+pub use config::{ConfigError, ConnectionConfig, Transport};
+pub use frames::{ExtensionFrame, ServerFrame, CLOSE_UNAUTHORIZED};
+pub use message::{Command, CommandResult, ContentBlock, Outcome, ToolResult};
