@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# Browser Operator: one entry point for developers and CI.
+#   ./build.sh setup     install what is missing (idempotent; skips what is there)
+#   ./build.sh build     the wasm worker into extension/pkg, and the server
+#   ./build.sh run       build, start the server, open Chromium with the extension connected
+#   ./build.sh test      setup, build, lint, and every test (browser tests included)
+#   ./build.sh lint      cargo fmt --check and clippy (native and wasm32)
+set -euo pipefail
+cd "$(dirname "$0")"
+ROOT=$(pwd)
+
+WASM_BINDGEN_VERSION=0.2.130   # must equal the wasm-bindgen crate version in crates/worker
+BINARYEN_VERSION=132.0.0       # Debian's binaryen corrupts wasm-bindgen output; npm's works
+TOOLS="$ROOT/.tools"
+WASM_OPT="$TOOLS/node_modules/binaryen/bin/wasm-opt"
+PKG="$ROOT/extension/pkg"
+PORT="${PORT:-8787}"
+
+say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+have() { command -v "$1" >/dev/null 2>&1; }
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; elif have sudo; then sudo "$@"; else return 1; fi; }
+
+chromium_bin() {
+  for c in "${CHROMIUM:-}" /usr/lib/chromium/chromium /usr/bin/chromium /usr/bin/chromium-browser /usr/bin/google-chrome; do
+    [ -n "$c" ] && [ -x "$c" ] && { echo "$c"; return 0; }
+  done
+  return 1
+}
+
+setup_rust() {
+  have cargo || { echo "Rust is missing: install it with rustup first." >&2; exit 1; }
+  rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown \
+    || { say "adding the wasm32 target"; rustup target add wasm32-unknown-unknown; }
+  for comp in rustfmt clippy; do
+    rustup component list --installed 2>/dev/null | grep -q "^$comp" \
+      || { say "adding $comp"; rustup component add "$comp"; }
+  done
+  if [ "$(wasm-bindgen --version 2>/dev/null | awk '{print $2}')" != "$WASM_BINDGEN_VERSION" ]; then
+    say "installing wasm-bindgen-cli $WASM_BINDGEN_VERSION (about 3 minutes, once)"
+    # --locked fails: a locked dependency version is no longer published.
+    cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" --force
+  fi
+  if [ ! -x "$WASM_OPT" ] || [ "$("$WASM_OPT" --version 2>/dev/null | grep -o '[0-9]\+' | head -1)" != "${BINARYEN_VERSION%%.*}" ]; then
+    have npm || { say "installing npm"; as_root apt-get update -qq; as_root apt-get install -y -qq npm; }
+    say "installing wasm-opt (npm binaryen@$BINARYEN_VERSION)"
+    mkdir -p "$TOOLS"
+    npm install --prefix "$TOOLS" --no-save --no-audit --no-fund "binaryen@$BINARYEN_VERSION" >/dev/null
+  fi
+}
+
+setup_chromium() {
+  chromium_bin >/dev/null && return 0
+  if have apt-get && as_root true 2>/dev/null; then
+    say "installing Chromium (Debian package)"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  else
+    echo "Chromium is missing and cannot be installed here: install chromium, or set CHROMIUM=/path/to/chrome." >&2
+    return 1
+  fi
+}
+
+build_worker() {
+  say "building the wasm worker"
+  cargo build --release -p browser-operator-worker --target wasm32-unknown-unknown
+  rm -rf "$PKG"
+  wasm-bindgen --target web --no-typescript --remove-name-section --remove-producers-section \
+    --out-dir "$PKG" "$ROOT/target/wasm32-unknown-unknown/release/browser_operator_worker.wasm"
+  local wasm="$PKG/browser_operator_worker_bg.wasm"
+  "$WASM_OPT" -Oz --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
+    --enable-reference-types --enable-multivalue --enable-mutable-globals "$wasm" -o "$wasm.opt"
+  mv "$wasm.opt" "$wasm"
+  say "worker: $(wc -c <"$wasm") bytes raw, $(gzip -9c "$wasm" | wc -c) bytes gzip"
+}
+
+build_server() {
+  say "building the server"
+  cargo build -p browser-operator-server
+}
+
+lint() {
+  say "cargo fmt --check"
+  cargo fmt --all -- --check
+  say "clippy (native)"
+  cargo clippy --workspace --all-targets -- -D warnings
+  say "clippy (wasm32)"
+  cargo clippy -p browser-operator-worker --target wasm32-unknown-unknown -- -D warnings
+}
+
+cmd="${1:-help}"
+case "$cmd" in
+  setup) setup_rust; setup_chromium ;;
+  build) setup_rust; build_worker; build_server ;;
+  lint) setup_rust; lint ;;
+  test)
+    setup_rust; setup_chromium
+    build_worker; build_server
+    lint
+    say "tests (unit, server, and headless Chromium end to end)"
+    # Browser tests start a Chromium each; two cores hold three comfortably.
+    RUST_TEST_THREADS="${RUST_TEST_THREADS:-3}" cargo test --workspace
+    ;;
+  run)
+    setup_rust
+    build_worker; build_server
+    exec "$ROOT/scripts/run.sh" "$PORT"
+    ;;
+  *)
+    sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'
+    [ "$cmd" = help ] || exit 2
+    ;;
+esac

@@ -1,0 +1,255 @@
+//! The HTTP API: `POST /commands` (run a tool in the browser and wait for its result),
+//! `GET /status` (connected browsers and counters) and the plain-text index page.
+
+use crate::guard::bearer_matches;
+use crate::relay::CommandError;
+use crate::AppState;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+use std::time::Duration;
+
+/// The longest `timeoutMs` a command may ask for.
+pub const MAX_COMMAND_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// An API failure: a status and a message, sent as `{"error": message}`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub message: String,
+}
+
+impl ApiError {
+    fn new(status: StatusCode, message: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            message: message.into(),
+        }
+    }
+
+    fn unauthorized() -> Self {
+        Self::new(StatusCode::UNAUTHORIZED, "Missing or wrong bearer token")
+    }
+
+    fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, message)
+    }
+}
+
+impl From<CommandError> for ApiError {
+    fn from(e: CommandError) -> Self {
+        let status = match e {
+            CommandError::NoBrowser
+            | CommandError::TooManyPending { .. }
+            | CommandError::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
+            CommandError::TargetRequired { .. } | CommandError::UnknownTarget { .. } => {
+                StatusCode::CONFLICT
+            }
+            CommandError::Timeout { .. } => StatusCode::GATEWAY_TIMEOUT,
+        };
+        ApiError::new(status, e.to_string())
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut response = (self.status, Json(json!({ "error": self.message }))).into_response();
+        if self.status == StatusCode::UNAUTHORIZED {
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                header::HeaderValue::from_static("Bearer"),
+            );
+        }
+        response
+    }
+}
+
+/// The body of `POST /commands`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CommandRequest {
+    pub tool: String,
+    #[serde(default)]
+    pub args: Option<Map<String, Value>>,
+    #[serde(default)]
+    pub target: Option<String>,
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+}
+
+impl CommandRequest {
+    /// Parses and checks a request body, with a message that says what is wrong.
+    pub fn parse(body: &[u8]) -> Result<Self, String> {
+        let value: Value = serde_json::from_slice(body).map_err(|e| {
+            if body.iter().all(u8::is_ascii_whitespace) {
+                "The body is empty; send a JSON object like {\"tool\": \"tabs_context_mcp\", \"args\": {}}.".to_string()
+            } else {
+                format!("The body is not valid JSON: {e}")
+            }
+        })?;
+        if !value.is_object() {
+            return Err(
+                "The body must be a JSON object like {\"tool\": \"tabs_context_mcp\", \"args\": {}}."
+                    .into(),
+            );
+        }
+        let request: CommandRequest =
+            serde_json::from_value(value).map_err(|e| format!("Invalid command request: {e}"))?;
+        if request.tool.trim().is_empty() {
+            return Err("Invalid command request: `tool` is empty.".into());
+        }
+        if request.timeout_ms == Some(0) {
+            return Err("Invalid command request: `timeoutMs` must be at least 1.".into());
+        }
+        Ok(request)
+    }
+
+    /// The timeout to use: `timeoutMs` capped at [`MAX_COMMAND_TIMEOUT`], else `default`.
+    pub fn timeout(&self, default: Duration) -> Duration {
+        self.timeout_ms
+            .map(Duration::from_millis)
+            .map_or(default, |t| t.min(MAX_COMMAND_TIMEOUT))
+    }
+}
+
+/// `POST /commands`.
+pub(crate) async fn command(
+    State(app): State<AppState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    match run(&app, &headers, &body).await {
+        Ok(result) => (StatusCode::OK, Json(result)).into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn run(
+    app: &AppState,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<protocol::CommandResult, ApiError> {
+    if !bearer_matches(headers, &app.token) {
+        return Err(ApiError::unauthorized());
+    }
+    let request = CommandRequest::parse(body).map_err(ApiError::bad_request)?;
+    let timeout = request.timeout(app.command_timeout);
+    let target = request
+        .target
+        .as_deref()
+        .map(str::trim)
+        .filter(|t| !t.is_empty());
+    let result = app
+        .relay
+        .run_command(
+            &request.tool,
+            request.args.clone().unwrap_or_default(),
+            target,
+            timeout,
+        )
+        .await?;
+    Ok(result)
+}
+
+/// `GET /status`.
+pub(crate) async fn status(State(app): State<AppState>, headers: HeaderMap) -> Response {
+    if !bearer_matches(&headers, &app.token) {
+        return ApiError::unauthorized().into_response();
+    }
+    let browsers: Vec<Value> = app
+        .relay
+        .browsers()
+        .into_iter()
+        .map(|b| json!({ "target": b.target, "connectedAt": b.connected_at }))
+        .collect();
+    Json(json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "browsers": browsers,
+        "wsConnections": app.relay.ws_connections(),
+        "authFailures": app.relay.auth_failures(),
+        "pendingCommands": app.relay.pending_commands(),
+    }))
+    .into_response()
+}
+
+/// `GET /`: what this is and where to connect; never the token.
+pub(crate) async fn index(State(app): State<AppState>) -> Response {
+    let addr = app.addr;
+    let text = format!(
+        "Browser Operator server {version}\n\
+         \n\
+         The reference backend of the Browser Operator Protocol: it relays commands from\n\
+         programs and AI agents to the Browser Operator extension in your browser.\n\
+         \n\
+         Extension (Options page): Transport WebSocket, Server URL ws://{addr}/ws\n\
+         Token: printed by `browser-operator serve`, or run `browser-operator token`.\n\
+         \n\
+         Command API (Authorization: Bearer <token>):\n\
+         \x20 POST /commands  {{\"tool\": \"...\", \"args\": {{...}}, \"target\": \"...\", \"timeoutMs\": n}}\n\
+         \x20 GET  /status\n",
+        version = env!("CARGO_PKG_VERSION"),
+    );
+    ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_requests() {
+        let r = CommandRequest::parse(
+            br#"{"tool":"navigate","args":{"url":"x"},"target":"a","timeoutMs":5}"#,
+        )
+        .unwrap();
+        assert_eq!(r.tool, "navigate");
+        assert_eq!(r.args.as_ref().unwrap()["url"], "x");
+        assert_eq!(r.timeout(Duration::from_secs(60)), Duration::from_millis(5));
+        let r = CommandRequest::parse(br#"{"tool":"t","args":null}"#).unwrap();
+        assert_eq!(r.args, None);
+        assert_eq!(r.timeout(Duration::from_secs(7)), Duration::from_secs(7));
+        let r = CommandRequest::parse(br#"{"tool":"t","timeoutMs":99999999}"#).unwrap();
+        assert_eq!(r.timeout(Duration::from_secs(7)), MAX_COMMAND_TIMEOUT);
+    }
+
+    #[test]
+    fn bad_requests_say_what_is_wrong() {
+        let e = |b: &[u8]| CommandRequest::parse(b).unwrap_err();
+        assert!(e(b"").contains("empty"));
+        assert!(e(b"{").contains("not valid JSON"));
+        assert!(e(b"[]").contains("JSON object"));
+        assert!(e(b"{}").contains("missing field `tool`"), "{}", e(b"{}"));
+        assert!(e(br#"{"tool":""}"#).contains("`tool` is empty"));
+        assert!(e(br#"{"tool":1}"#).contains("invalid type"));
+        assert!(e(br#"{"tool":"t","args":[]}"#).contains("invalid type"));
+        assert!(e(br#"{"tool":"t","timeout":1}"#).contains("unknown field `timeout`"));
+        assert!(e(br#"{"tool":"t","timeoutMs":0}"#).contains("timeoutMs"));
+        assert!(e(br#"{"tool":"t","timeoutMs":-1}"#).contains("invalid value"));
+    }
+
+    #[test]
+    fn command_errors_map_to_statuses() {
+        let s = |e: CommandError| ApiError::from(e).status;
+        assert_eq!(s(CommandError::NoBrowser), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(
+            s(CommandError::TooManyPending { limit: 1 }),
+            StatusCode::SERVICE_UNAVAILABLE
+        );
+        assert_eq!(
+            s(CommandError::TargetRequired { connected: vec![] }),
+            StatusCode::CONFLICT
+        );
+        assert_eq!(
+            s(CommandError::Timeout {
+                after: Duration::from_secs(1),
+                id: "i".into(),
+                tool: "t".into()
+            }),
+            StatusCode::GATEWAY_TIMEOUT
+        );
+    }
+}

@@ -1,0 +1,279 @@
+//! The `browser-operator` command line: argument parsing and the `serve`, `call` and `token`
+//! subcommands, each a thin layer over the library.
+
+use crate::call::{self, Call};
+use crate::token::{self, TokenSource};
+use crate::{RunningServer, ServerConfig, DEFAULT_PORT};
+use clap::{Args, Parser, Subcommand};
+use protocol::Outcome;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Drive your own browser from any program or AI agent through the Browser Operator extension.
+#[derive(Debug, Parser)]
+#[command(name = "browser-operator", version)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the server the extension connects to, with the command API.
+    Serve(ServeArgs),
+    /// Run one tool in the connected browser and print its result.
+    Call(CallArgs),
+    /// Print the token file's path and the token (creating it if needed).
+    Token,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on (keep it on loopback unless you know why not).
+    #[arg(long, default_value = "127.0.0.1", value_parser = parse_host)]
+    pub host: IpAddr,
+    #[arg(long, default_value_t = DEFAULT_PORT)]
+    pub port: u16,
+    /// Token instead of $BROWSER_OPERATOR_TOKEN or the token file.
+    #[arg(long)]
+    pub token: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct CallArgs {
+    /// Tool name, e.g. tabs_context_mcp.
+    pub tool: String,
+    /// The tool's arguments as a JSON object, e.g. '{"tabId": 1}'.
+    pub args: Option<String>,
+    /// Port of the server on 127.0.0.1.
+    #[arg(long, default_value_t = DEFAULT_PORT)]
+    pub port: u16,
+    /// The server's URL (instead of --port), e.g. http://127.0.0.1:8787.
+    #[arg(long)]
+    pub url: Option<String>,
+    /// Which browser to use when several are connected.
+    #[arg(long)]
+    pub target: Option<String>,
+    /// Seconds to wait for the browser (default: the server's, 60 s; at most 600).
+    #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
+    pub timeout: Option<Duration>,
+    /// Print the result JSON as received instead of its text.
+    #[arg(long)]
+    pub json: bool,
+    /// Token instead of $BROWSER_OPERATOR_TOKEN or the token file.
+    #[arg(long)]
+    pub token: Option<String>,
+}
+
+fn parse_host(s: &str) -> Result<IpAddr, String> {
+    if s.eq_ignore_ascii_case("localhost") {
+        return Ok(IpAddr::V4(Ipv4Addr::LOCALHOST));
+    }
+    s.trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse()
+        .map_err(|_| format!("'{s}' is not an IP address (e.g. 127.0.0.1 or ::1)"))
+}
+
+fn parse_seconds(s: &str) -> Result<Duration, String> {
+    let secs: f64 = s
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number of seconds"))?;
+    if !(secs > 0.0 && secs <= 600.0) {
+        return Err("the timeout must be more than 0 and at most 600 seconds".into());
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// Entry point of the binary.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Serve(args) => serve(args),
+        Command::Call(args) => run_call(args),
+        Command::Token => show_token(),
+    }
+}
+
+fn fail(code: u8, message: impl std::fmt::Display) -> ExitCode {
+    eprintln!("browser-operator: {message}");
+    ExitCode::from(code)
+}
+
+fn serve(args: ServeArgs) -> ExitCode {
+    let token = match token::resolve(args.token.as_deref()) {
+        Ok(t) => t,
+        Err(e) => return fail(1, e),
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => return fail(1, format!("cannot start the async runtime: {e}")),
+    };
+    runtime.block_on(async move {
+        let addr = SocketAddr::new(args.host, args.port);
+        let config = ServerConfig::new(addr, token.value.clone());
+        let server = match RunningServer::start(config).await {
+            Ok(s) => s,
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
+                return fail(
+                    1,
+                    format!("Cannot listen on {addr}: the port is in use (is another `browser-operator serve` running? Use --port to pick another)."),
+                )
+            }
+            Err(e) => return fail(1, format!("Cannot listen on {addr}: {e}")),
+        };
+        let addr = server.addr();
+        let try_port = if addr.port() == DEFAULT_PORT {
+            String::new()
+        } else {
+            format!(" --port {}", addr.port())
+        };
+        println!(
+            "Browser Operator server listening on {addr}\n\
+             \n\
+             Paste into the extension's Options page:\n\
+             \x20 Transport   WebSocket\n\
+             \x20 Server URL  ws://{addr}/ws\n\
+             \x20 Token       {token}\n\
+             \n\
+             Try it:  browser-operator call tabs_context_mcp '{{\"createIfEmpty\": true}}'{try_port}",
+            token = token.value,
+        );
+        if let TokenSource::Created(path) = &token.source {
+            crate::log(format_args!("created a new token in {}", path.display()));
+        }
+        if !addr.ip().is_loopback() {
+            crate::log(format_args!(
+                "warning: listening on {addr}, which is not a loopback address: anyone who can reach it and has the token can drive this browser"
+            ));
+        }
+        wait_for_stop_signal().await;
+        crate::log(format_args!("shutting down"));
+        server.shutdown().await;
+        ExitCode::SUCCESS
+    })
+}
+
+/// Ctrl-C, or SIGTERM on Unix.
+async fn wait_for_stop_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}
+
+fn run_call(args: CallArgs) -> ExitCode {
+    // Check everything local before sending anything.
+    let tool_args = match args.args.as_deref().map(call::parse_args).transpose() {
+        Ok(a) => a.unwrap_or_default(),
+        Err(e) => return fail(2, e),
+    };
+    let token = match token::resolve(args.token.as_deref()) {
+        Ok(t) => t,
+        Err(e) => return fail(2, e),
+    };
+    let request = Call {
+        url: call::base_url(args.url.as_deref(), args.port),
+        token: token.value,
+        tool: args.tool,
+        args: tool_args,
+        target: args.target,
+        timeout: args.timeout,
+    };
+    let answer = match call::call(&request) {
+        Ok(a) => a,
+        Err(e) => return fail(2, e),
+    };
+    if args.json {
+        println!("{}", answer.raw);
+        return match answer.result.outcome {
+            Outcome::Result { .. } => ExitCode::SUCCESS,
+            Outcome::Error { .. } => ExitCode::from(1),
+        };
+    }
+    match answer.result.outcome {
+        Outcome::Result { result } => {
+            let text = call::render(&result);
+            if !text.is_empty() {
+                println!("{text}");
+            }
+            ExitCode::SUCCESS
+        }
+        Outcome::Error { error } => {
+            eprintln!("{error}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn show_token() -> ExitCode {
+    let path = match token::token_file() {
+        Ok(p) => p,
+        Err(e) => return fail(1, e),
+    };
+    let token = match token::load_or_create(&path) {
+        Ok(t) => t,
+        Err(e) => return fail(1, e),
+    };
+    println!("Token file  {}", path.display());
+    println!("Token       {}", token.value);
+    if std::env::var_os(token::TOKEN_ENV).is_some_and(|v| !v.is_empty()) {
+        eprintln!(
+            "Note: {} is set, so `serve` and `call` use it instead of this file.",
+            token::TOKEN_ENV
+        );
+    }
+    ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn parses_call() {
+        let cli = Cli::try_parse_from([
+            "browser-operator",
+            "call",
+            "navigate",
+            r#"{"url":"x"}"#,
+            "--timeout",
+            "1.5",
+            "--json",
+        ])
+        .unwrap();
+        let Command::Call(c) = cli.command else {
+            panic!("not call")
+        };
+        assert_eq!(c.tool, "navigate");
+        assert_eq!(c.timeout, Some(Duration::from_millis(1500)));
+        assert!(c.json);
+        assert_eq!(c.port, DEFAULT_PORT);
+        assert!(Cli::try_parse_from(["browser-operator", "call", "t", "--timeout", "0"]).is_err());
+    }
+
+    #[test]
+    fn hosts() {
+        assert_eq!(parse_host("localhost").unwrap(), Ipv4Addr::LOCALHOST);
+        assert_eq!(parse_host("[::1]").unwrap().to_string(), "::1");
+        assert!(parse_host("example.com").is_err());
+    }
+}

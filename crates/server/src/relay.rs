@@ -1,0 +1,565 @@
+//! The relay between command senders and browsers: which browsers are connected under which
+//! target, the commands waiting for a result, routing a command to its browser and its result
+//! back, and the counters `/status` reports.
+
+use protocol::{CommandResult, ServerFrame};
+use serde_json::{Map, Value};
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tokio::sync::{mpsc, oneshot};
+
+/// Target of a browser whose auth frame named none.
+pub const DEFAULT_TARGET: &str = "default";
+/// At most this many commands wait for a result at once; more are refused.
+pub const MAX_PENDING: usize = 1024;
+
+/// Identifies one WebSocket connection, so a closing connection only unregisters itself.
+pub type ConnectionId = u64;
+
+/// A connected browser as `/status` reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrowserInfo {
+    pub target: String,
+    /// Unix time in milliseconds.
+    pub connected_at: u64,
+}
+
+/// Why a command got no result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CommandError {
+    NoBrowser,
+    /// Several browsers are connected and the command named no target.
+    TargetRequired {
+        connected: Vec<String>,
+    },
+    UnknownTarget {
+        target: String,
+        connected: Vec<String>,
+    },
+    TooManyPending {
+        limit: usize,
+    },
+    Timeout {
+        after: Duration,
+        id: String,
+        tool: String,
+    },
+    ShuttingDown,
+}
+
+impl fmt::Display for CommandError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CommandError::NoBrowser => f.write_str(
+                "No browser is connected. Load the extension, paste the token into its Options page and click Save & connect.",
+            ),
+            CommandError::TargetRequired { connected } => write!(
+                f,
+                "Several browsers are connected; say which one with \"target\". Connected targets: {}.",
+                quoted(connected)
+            ),
+            CommandError::UnknownTarget { target, connected } => write!(
+                f,
+                "No browser is connected with target '{target}'. Connected targets: {}.",
+                quoted(connected)
+            ),
+            CommandError::TooManyPending { limit } => write!(
+                f,
+                "Too many commands are waiting for the browser (limit {limit}); wait for some to finish and retry."
+            ),
+            CommandError::Timeout { after, id, tool } => write!(
+                f,
+                "The browser did not answer within {} s (command {id}, tool {tool})",
+                seconds(*after)
+            ),
+            CommandError::ShuttingDown => f.write_str("The server is shutting down."),
+        }
+    }
+}
+
+impl std::error::Error for CommandError {}
+
+fn quoted(targets: &[String]) -> String {
+    targets
+        .iter()
+        .map(|t| format!("'{t}'"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Whole seconds when whole, else with up to three decimals ("60", "0.25").
+fn seconds(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms % 1000 == 0 {
+        format!("{}", ms / 1000)
+    } else {
+        format!("{}", d.as_secs_f64())
+    }
+}
+
+/// Why a browser could not register.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RegisterError {
+    /// Another connection already holds this target.
+    TargetTaken(String),
+    ShuttingDown,
+}
+
+impl fmt::Display for RegisterError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RegisterError::TargetTaken(t) => write!(
+                f,
+                "Target '{t}' is already connected from another browser; disconnect it first or set a different target in Options."
+            ),
+            RegisterError::ShuttingDown => f.write_str("The server is shutting down."),
+        }
+    }
+}
+
+impl std::error::Error for RegisterError {}
+
+struct Browser {
+    connection: ConnectionId,
+    frames: mpsc::UnboundedSender<ServerFrame>,
+    connected_at: u64,
+}
+
+#[derive(Default)]
+struct State {
+    browsers: HashMap<String, Browser>,
+    pending: HashMap<String, oneshot::Sender<CommandResult>>,
+    closed: bool,
+}
+
+/// Shared by the WebSocket endpoint (registers browsers, delivers results) and the command
+/// API (sends commands and waits).
+pub struct Relay {
+    state: Mutex<State>,
+    /// Random per server start, so a result meant for an earlier run can't match a new command.
+    id_prefix: String,
+    next_command: AtomicU64,
+    next_connection: AtomicU64,
+    ws_connections: AtomicU64,
+    auth_failures: AtomicU64,
+    max_pending: usize,
+}
+
+/// A registered browser; unregisters when dropped (only if the registry still holds this
+/// connection).
+pub struct Registration {
+    relay: Arc<Relay>,
+    target: String,
+    connection: ConnectionId,
+}
+
+impl Registration {
+    pub fn target(&self) -> &str {
+        &self.target
+    }
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        let mut state = self.relay.lock();
+        if state
+            .browsers
+            .get(&self.target)
+            .is_some_and(|b| b.connection == self.connection)
+        {
+            state.browsers.remove(&self.target);
+        }
+    }
+}
+
+/// Removes a pending command when its waiter finishes or is dropped (client went away).
+struct PendingGuard<'a> {
+    relay: &'a Relay,
+    id: String,
+}
+
+impl Drop for PendingGuard<'_> {
+    fn drop(&mut self) {
+        self.relay.lock().pending.remove(&self.id);
+    }
+}
+
+impl Relay {
+    pub fn new() -> Self {
+        Self::with_limit(MAX_PENDING)
+    }
+
+    pub fn with_limit(max_pending: usize) -> Self {
+        let mut random = [0u8; 4];
+        // Uniqueness within a run comes from the counter; the prefix only guards against
+        // stale results from a previous run, so a fallback is acceptable.
+        let prefix = match getrandom::fill(&mut random) {
+            Ok(()) => crate::token::hex(&random),
+            Err(_) => format!("{:08x}", unix_ms() as u32),
+        };
+        Relay {
+            state: Mutex::new(State::default()),
+            id_prefix: prefix,
+            next_command: AtomicU64::new(1),
+            next_connection: AtomicU64::new(1),
+            ws_connections: AtomicU64::new(0),
+            auth_failures: AtomicU64::new(0),
+            max_pending,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock leaves plain maps behind, still consistent.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Counts a WebSocket upgrade and returns the new connection's id.
+    pub fn connection_opened(&self) -> ConnectionId {
+        self.ws_connections.fetch_add(1, Ordering::Relaxed);
+        self.next_connection.fetch_add(1, Ordering::Relaxed)
+    }
+
+    pub fn auth_failed(&self) {
+        self.auth_failures.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn ws_connections(&self) -> u64 {
+        self.ws_connections.load(Ordering::Relaxed)
+    }
+
+    pub fn auth_failures(&self) -> u64 {
+        self.auth_failures.load(Ordering::Relaxed)
+    }
+
+    pub fn pending_commands(&self) -> usize {
+        self.lock().pending.len()
+    }
+
+    /// Connected browsers, sorted by target.
+    pub fn browsers(&self) -> Vec<BrowserInfo> {
+        let mut list: Vec<_> = self
+            .lock()
+            .browsers
+            .iter()
+            .map(|(target, b)| BrowserInfo {
+                target: target.clone(),
+                connected_at: b.connected_at,
+            })
+            .collect();
+        list.sort_by(|a, b| a.target.cmp(&b.target));
+        list
+    }
+
+    /// Registers a connection under `target`; commands for it arrive on `frames`. A target
+    /// already held by a live connection is refused (the first connection keeps it).
+    pub fn register(
+        self: &Arc<Self>,
+        target: &str,
+        connection: ConnectionId,
+        frames: mpsc::UnboundedSender<ServerFrame>,
+    ) -> Result<Registration, RegisterError> {
+        let mut state = self.lock();
+        if state.closed {
+            return Err(RegisterError::ShuttingDown);
+        }
+        if let Some(existing) = state.browsers.get(target) {
+            // A connection whose task has ended but not yet unregistered doesn't count.
+            if !existing.frames.is_closed() {
+                return Err(RegisterError::TargetTaken(target.to_string()));
+            }
+        }
+        state.browsers.insert(
+            target.to_string(),
+            Browser {
+                connection,
+                frames,
+                connected_at: unix_ms(),
+            },
+        );
+        Ok(Registration {
+            relay: Arc::clone(self),
+            target: target.to_string(),
+            connection,
+        })
+    }
+
+    /// Sends a command to the browser of `target` (or the only browser) and waits up to
+    /// `timeout` for its result. Disconnects don't fail it: a reconnecting extension may still
+    /// deliver the result.
+    pub async fn run_command(
+        &self,
+        tool: &str,
+        args: Map<String, Value>,
+        target: Option<&str>,
+        timeout: Duration,
+    ) -> Result<CommandResult, CommandError> {
+        let (id, receiver) = self.send_command(tool, args, target)?;
+        let guard = PendingGuard { relay: self, id };
+        let started = Instant::now();
+        let outcome = tokio::time::timeout(timeout, receiver).await;
+        let elapsed = started.elapsed().as_millis();
+        let id = guard.id.clone();
+        drop(guard);
+        match outcome {
+            Ok(Ok(result)) => {
+                let status = match &result.outcome {
+                    protocol::Outcome::Result { .. } => "ok",
+                    protocol::Outcome::Error { .. } => "error",
+                };
+                crate::log(format_args!(
+                    "command {id} {tool}: {status} in {elapsed} ms"
+                ));
+                Ok(result)
+            }
+            Ok(Err(_)) => {
+                crate::log(format_args!(
+                    "command {id} {tool}: abandoned after {elapsed} ms (server shutting down)"
+                ));
+                Err(CommandError::ShuttingDown)
+            }
+            Err(_) => {
+                crate::log(format_args!(
+                    "command {id} {tool}: timed out after {elapsed} ms"
+                ));
+                Err(CommandError::Timeout {
+                    after: timeout,
+                    id,
+                    tool: tool.to_string(),
+                })
+            }
+        }
+    }
+
+    fn send_command(
+        &self,
+        tool: &str,
+        args: Map<String, Value>,
+        target: Option<&str>,
+    ) -> Result<(String, oneshot::Receiver<CommandResult>), CommandError> {
+        let mut state = self.lock();
+        if state.closed {
+            return Err(CommandError::ShuttingDown);
+        }
+        let live: Vec<&String> = state
+            .browsers
+            .iter()
+            .filter(|(_, b)| !b.frames.is_closed())
+            .map(|(t, _)| t)
+            .collect();
+        let connected = || {
+            let mut list: Vec<String> = live.iter().map(|t| t.to_string()).collect();
+            list.sort();
+            list
+        };
+        let chosen = match target {
+            _ if live.is_empty() => return Err(CommandError::NoBrowser),
+            Some(t) if live.iter().any(|l| l.as_str() == t) => t.to_string(),
+            Some(t) => {
+                return Err(CommandError::UnknownTarget {
+                    target: t.to_string(),
+                    connected: connected(),
+                })
+            }
+            None if live.len() == 1 => live[0].clone(),
+            None => {
+                return Err(CommandError::TargetRequired {
+                    connected: connected(),
+                })
+            }
+        };
+        if state.pending.len() >= self.max_pending {
+            return Err(CommandError::TooManyPending {
+                limit: self.max_pending,
+            });
+        }
+        let n = self.next_command.fetch_add(1, Ordering::Relaxed);
+        let id = format!("cmd-{}-{n}", self.id_prefix);
+        let frame = ServerFrame::Command {
+            id: id.clone(),
+            tool: tool.to_string(),
+            args,
+        };
+        let sent = state
+            .browsers
+            .get(&chosen)
+            .is_some_and(|b| b.frames.send(frame).is_ok());
+        if !sent {
+            return Err(CommandError::NoBrowser);
+        }
+        let (sender, receiver) = oneshot::channel();
+        state.pending.insert(id.clone(), sender);
+        Ok((id, receiver))
+    }
+
+    /// Delivers a result from any connection to the command waiting for it. Returns false when
+    /// no command with that id is waiting (unknown, already answered or timed out).
+    pub fn deliver(&self, result: CommandResult) -> bool {
+        let waiter = self.lock().pending.remove(&result.command_id);
+        match waiter {
+            Some(w) => w.send(result).is_ok(),
+            None => false,
+        }
+    }
+
+    /// Refuses new browsers and commands and fails the waiting ones.
+    pub fn close(&self) {
+        let mut state = self.lock();
+        state.closed = true;
+        state.pending.clear();
+    }
+}
+
+impl Default for Relay {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use protocol::ToolResult;
+
+    fn browser(
+        relay: &Arc<Relay>,
+        target: &str,
+    ) -> (Registration, mpsc::UnboundedReceiver<ServerFrame>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let conn = relay.connection_opened();
+        (relay.register(target, conn, tx).unwrap(), rx)
+    }
+
+    fn command_id(frame: ServerFrame) -> String {
+        match frame {
+            ServerFrame::Command { id, .. } => id,
+            other => panic!("not a command: {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn routes_command_and_result() {
+        let relay = Arc::new(Relay::new());
+        let (_reg, mut rx) = browser(&relay, "default");
+        let r = Arc::clone(&relay);
+        let answer = tokio::spawn(async move {
+            let id = command_id(rx.recv().await.unwrap());
+            assert!(r.deliver(CommandResult::ok(id.clone(), ToolResult::text("hi"))));
+            assert!(!r.deliver(CommandResult::ok(id, ToolResult::text("again"))));
+        });
+        let res = relay
+            .run_command("t", Map::new(), None, Duration::from_secs(5))
+            .await
+            .unwrap();
+        assert_eq!(
+            res.outcome,
+            CommandResult::ok("", ToolResult::text("hi")).outcome
+        );
+        answer.await.unwrap();
+        assert_eq!(relay.pending_commands(), 0);
+    }
+
+    #[tokio::test]
+    async fn target_selection_errors() {
+        let relay = Arc::new(Relay::new());
+        let run = |target: Option<&'static str>| {
+            let relay = Arc::clone(&relay);
+            async move {
+                relay
+                    .run_command("t", Map::new(), target, Duration::from_millis(10))
+                    .await
+            }
+        };
+        assert_eq!(run(None).await.unwrap_err(), CommandError::NoBrowser);
+        assert_eq!(run(Some("x")).await.unwrap_err(), CommandError::NoBrowser);
+        let (_a, _ra) = browser(&relay, "a");
+        let (_b, _rb) = browser(&relay, "b");
+        let both = vec!["a".to_string(), "b".to_string()];
+        assert_eq!(
+            run(None).await.unwrap_err(),
+            CommandError::TargetRequired {
+                connected: both.clone()
+            }
+        );
+        assert_eq!(
+            run(Some("c")).await.unwrap_err(),
+            CommandError::UnknownTarget {
+                target: "c".into(),
+                connected: both
+            }
+        );
+        assert!(matches!(
+            run(Some("a")).await.unwrap_err(),
+            CommandError::Timeout { .. }
+        ));
+        assert_eq!(relay.pending_commands(), 0);
+    }
+
+    #[test]
+    fn duplicate_target_refused_and_only_owner_unregisters() {
+        let relay = Arc::new(Relay::new());
+        let (first, _rx) = browser(&relay, "t");
+        let (tx, _rx2) = mpsc::unbounded_channel();
+        assert_eq!(
+            relay.register("t", 99, tx).err(),
+            Some(RegisterError::TargetTaken("t".into()))
+        );
+        assert_eq!(relay.browsers().len(), 1);
+        drop(first);
+        assert!(relay.browsers().is_empty());
+    }
+
+    #[tokio::test]
+    async fn pending_limit() {
+        let relay = Arc::new(Relay::with_limit(1));
+        let (_reg, _rx) = browser(&relay, "default");
+        let r = Arc::clone(&relay);
+        let first = tokio::spawn(async move {
+            r.run_command("t", Map::new(), None, Duration::from_secs(5))
+                .await
+        });
+        while relay.pending_commands() == 0 {
+            tokio::task::yield_now().await;
+        }
+        let second = relay
+            .run_command("t", Map::new(), None, Duration::from_secs(5))
+            .await;
+        assert_eq!(
+            second.unwrap_err(),
+            CommandError::TooManyPending { limit: 1 }
+        );
+        relay.close();
+        assert_eq!(
+            first.await.unwrap().unwrap_err(),
+            CommandError::ShuttingDown
+        );
+    }
+
+    #[test]
+    fn messages() {
+        let e = CommandError::Timeout {
+            after: Duration::from_millis(250),
+            id: "c1".into(),
+            tool: "navigate".into(),
+        };
+        assert_eq!(
+            e.to_string(),
+            "The browser did not answer within 0.25 s (command c1, tool navigate)"
+        );
+        let e = CommandError::Timeout {
+            after: Duration::from_secs(60),
+            id: "c1".into(),
+            tool: "navigate".into(),
+        };
+        assert!(e.to_string().contains("within 60 s"));
+    }
+}

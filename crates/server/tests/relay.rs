@@ -1,0 +1,499 @@
+//! The server in-process, driven by a fake extension over a real WebSocket and by raw HTTP
+//! requests: auth, routing, errors and their status codes, shutdown and restart.
+
+use browser_operator_server::{RunningServer, ServerConfig};
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{json, Value};
+use std::net::SocketAddr;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::{self, Message};
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+
+const TOKEN: &str = "test-token-0123";
+const WAIT: Duration = Duration::from_secs(5);
+
+type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
+
+async fn start_with(addr: SocketAddr, command_timeout: Duration) -> RunningServer {
+    RunningServer::start(ServerConfig {
+        addr,
+        token: TOKEN.into(),
+        command_timeout,
+        auth_timeout: Duration::from_secs(2),
+    })
+    .await
+    .expect("server starts")
+}
+
+async fn start() -> RunningServer {
+    start_with(local(), Duration::from_secs(10)).await
+}
+
+fn local() -> SocketAddr {
+    "127.0.0.1:0".parse().unwrap()
+}
+
+/// One HTTP/1.1 request over a fresh connection; returns the status and the body.
+async fn http(addr: SocketAddr, head: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
+    let mut request = format!("{head} HTTP/1.1\r\nConnection: close\r\n");
+    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+        request.push_str(&format!("Host: {addr}\r\n"));
+    }
+    for (k, v) in headers {
+        request.push_str(&format!("{k}: {v}\r\n"));
+    }
+    request.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = Vec::new();
+    tokio::time::timeout(Duration::from_secs(30), stream.read_to_end(&mut response))
+        .await
+        .expect("response in time")
+        .unwrap();
+    let response = String::from_utf8(response).unwrap();
+    let status = response[9..12].parse().unwrap();
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (status, body)
+}
+
+const BEARER: (&str, &str) = ("Authorization", "Bearer test-token-0123");
+
+async fn command(addr: SocketAddr, body: Value) -> (u16, Value) {
+    let (status, body) = http(addr, "POST /commands", &[BEARER], &body.to_string()).await;
+    (status, serde_json::from_str(&body).expect("JSON body"))
+}
+
+async fn status(addr: SocketAddr) -> Value {
+    let (code, body) = http(addr, "GET /status", &[BEARER], "").await;
+    assert_eq!(code, 200, "{body}");
+    serde_json::from_str(&body).unwrap()
+}
+
+async fn connect(addr: SocketAddr) -> Ws {
+    tokio_tungstenite::connect_async(format!("ws://{addr}/ws"))
+        .await
+        .expect("upgrade")
+        .0
+}
+
+async fn send(ws: &mut Ws, v: Value) {
+    ws.send(Message::text(v.to_string())).await.unwrap();
+}
+
+/// The next text frame as JSON.
+async fn next_json(ws: &mut Ws) -> Value {
+    loop {
+        let msg = tokio::time::timeout(WAIT, ws.next())
+            .await
+            .expect("a frame in time")
+            .expect("socket open")
+            .expect("no error");
+        match msg {
+            Message::Text(t) => return serde_json::from_str(t.as_str()).unwrap(),
+            Message::Ping(_) | Message::Pong(_) => continue,
+            other => panic!("expected a text frame, got {other:?}"),
+        }
+    }
+}
+
+/// The close code the server sends next (skipping text frames).
+async fn close_code(ws: &mut Ws) -> Option<u16> {
+    loop {
+        match tokio::time::timeout(WAIT, ws.next())
+            .await
+            .expect("close in time")
+        {
+            Some(Ok(Message::Close(frame))) => return frame.map(|f| u16::from(f.code)),
+            Some(Ok(_)) => continue,
+            Some(Err(_)) | None => return None,
+        }
+    }
+}
+
+/// A fake extension that passed auth.
+async fn extension(addr: SocketAddr, target: Option<&str>) -> Ws {
+    let mut ws = connect(addr).await;
+    let mut auth = json!({"type": "auth", "token": TOKEN});
+    if let Some(t) = target {
+        auth["target"] = json!(t);
+    }
+    send(&mut ws, auth).await;
+    assert_eq!(next_json(&mut ws).await, json!({"type": "auth_ok"}));
+    ws
+}
+
+#[tokio::test]
+async fn command_round_trip_through_the_extension() {
+    let server = start().await;
+    let addr = server.addr();
+    let mut ws = extension(addr, None).await;
+
+    let st = status(addr).await;
+    assert_eq!(st["browsers"][0]["target"], "default");
+    assert!(st["browsers"][0]["connectedAt"].as_u64().unwrap() > 1_600_000_000_000);
+    assert_eq!(st["version"], env!("CARGO_PKG_VERSION"));
+
+    let call = tokio::spawn(command(
+        addr,
+        json!({"tool": "navigate", "args": {"url": "https://example.com", "tabId": 3}}),
+    ));
+    let cmd = next_json(&mut ws).await;
+    assert_eq!(cmd["type"], "command");
+    assert_eq!(cmd["tool"], "navigate");
+    assert_eq!(
+        cmd["args"],
+        json!({"url": "https://example.com", "tabId": 3})
+    );
+    let id = cmd["id"].as_str().unwrap().to_string();
+    assert_eq!(status(addr).await["pendingCommands"], 1);
+    let content = json!([{"type": "text", "text": "done"}, {"type": "image", "data": "aGk=", "mimeType": "image/jpeg"}]);
+    send(
+        &mut ws,
+        json!({"type": "result", "commandId": id, "result": {"content": content}}),
+    )
+    .await;
+    let (code, body) = call.await.unwrap();
+    assert_eq!(code, 200);
+    assert_eq!(
+        body,
+        json!({"commandId": id, "result": {"content": content}})
+    );
+
+    // A tool error is a result too; commands without args get `{}`.
+    let call = tokio::spawn(command(addr, json!({"tool": "tabs_create_mcp"})));
+    let cmd = next_json(&mut ws).await;
+    assert_eq!(cmd["args"], json!({}));
+    let id2 = cmd["id"].as_str().unwrap().to_string();
+    assert_ne!(id2, id);
+    send(
+        &mut ws,
+        json!({"type": "result", "commandId": id2, "error": "Unknown tool"}),
+    )
+    .await;
+    assert_eq!(
+        call.await.unwrap(),
+        (200, json!({"commandId": id2, "error": "Unknown tool"}))
+    );
+    assert_eq!(status(addr).await["pendingCommands"], 0);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn targets_route_and_results_come_back_on_any_connection() {
+    let server = start().await;
+    let addr = server.addr();
+    let mut a = extension(addr, Some("a")).await;
+    let mut b = extension(addr, Some("b")).await;
+
+    let (code, body) = command(addr, json!({"tool": "t"})).await;
+    assert_eq!(code, 409, "{body}");
+    assert!(
+        body["error"].as_str().unwrap().contains("'a', 'b'"),
+        "{body}"
+    );
+    let (code, body) = command(addr, json!({"tool": "t", "target": "c"})).await;
+    assert_eq!(code, 409);
+    assert!(body["error"].as_str().unwrap().contains("'c'"), "{body}");
+
+    let call = tokio::spawn(command(addr, json!({"tool": "t", "target": "b"})));
+    let cmd = next_json(&mut b).await;
+    // Delivered on the other connection (e.g. after a reconnect): still resolves.
+    send(
+        &mut a,
+        json!({"type": "result", "commandId": cmd["id"], "result": {"content": []}}),
+    )
+    .await;
+    let (code, body) = call.await.unwrap();
+    assert_eq!(code, 200);
+    assert_eq!(body["commandId"], cmd["id"]);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn wrong_token_or_non_auth_first_frame_is_closed_with_4001() {
+    let server = start().await;
+    let addr = server.addr();
+    assert_eq!(status(addr).await["authFailures"], 0);
+
+    let mut ws = connect(addr).await;
+    send(&mut ws, json!({"type": "auth", "token": "wrong"})).await;
+    assert_eq!(close_code(&mut ws).await, Some(4001));
+    let st = status(addr).await;
+    assert_eq!(st["authFailures"], 1);
+    assert_eq!(st["wsConnections"], 1);
+    assert_eq!(st["browsers"], json!([]));
+
+    let mut ws = connect(addr).await;
+    send(
+        &mut ws,
+        json!({"type": "result", "commandId": "x", "error": "e"}),
+    )
+    .await;
+    assert_eq!(close_code(&mut ws).await, Some(4001));
+    let mut ws = connect(addr).await;
+    ws.send(Message::text("not json")).await.unwrap();
+    assert_eq!(close_code(&mut ws).await, Some(4001));
+    let st = status(addr).await;
+    assert_eq!(st["authFailures"], 3);
+    assert_eq!(st["wsConnections"], 3);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn silent_socket_is_refused_after_the_auth_timeout() {
+    let server = RunningServer::start(ServerConfig {
+        auth_timeout: Duration::from_millis(200),
+        ..ServerConfig::new(local(), TOKEN)
+    })
+    .await
+    .unwrap();
+    let mut ws = connect(server.addr()).await;
+    assert_eq!(close_code(&mut ws).await, Some(4001));
+    assert_eq!(status(server.addr()).await["authFailures"], 1);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn http_errors() {
+    let server = start().await;
+    let addr = server.addr();
+
+    let (code, body) = command(addr, json!({"tool": "t"})).await;
+    assert_eq!(code, 503);
+    assert_eq!(
+        body["error"],
+        "No browser is connected. Load the extension, paste the token into its Options page and click Save & connect."
+    );
+
+    for auth in [vec![], vec![("Authorization", "Bearer nope")]] {
+        let (code, body) = http(addr, "POST /commands", &auth, r#"{"tool":"t"}"#).await;
+        assert_eq!(code, 401);
+        assert_eq!(
+            serde_json::from_str::<Value>(&body).unwrap(),
+            json!({"error": "Missing or wrong bearer token"})
+        );
+        assert_eq!(http(addr, "GET /status", &auth, "").await.0, 401);
+    }
+
+    for (bad, says) in [
+        ("{", "not valid JSON"),
+        ("{}", "missing field `tool`"),
+        (r#"{"tool": 5}"#, "invalid type"),
+    ] {
+        let (code, body) = http(addr, "POST /commands", &[BEARER], bad).await;
+        assert_eq!(code, 400, "{bad}");
+        let body: Value = serde_json::from_str(&body).unwrap();
+        assert!(body["error"].as_str().unwrap().contains(says), "{body}");
+    }
+
+    let (code, body) = http(addr, "GET /", &[], "").await;
+    assert_eq!(code, 200);
+    assert!(body.contains(&format!("ws://{addr}/ws")), "{body}");
+    assert!(!body.contains(TOKEN));
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn unanswered_command_times_out_with_504() {
+    let server = start_with(local(), Duration::from_millis(300)).await;
+    let addr = server.addr();
+    let mut ws = extension(addr, None).await;
+
+    let call = tokio::spawn(command(addr, json!({"tool": "navigate"})));
+    let cmd = next_json(&mut ws).await;
+    let (code, body) = call.await.unwrap();
+    assert_eq!(code, 504);
+    assert_eq!(
+        body["error"],
+        format!(
+            "The browser did not answer within 0.3 s (command {}, tool navigate)",
+            cmd["id"].as_str().unwrap()
+        )
+    );
+    assert_eq!(status(addr).await["pendingCommands"], 0);
+
+    // timeoutMs overrides the default.
+    let (code, body) = command(addr, json!({"tool": "x", "timeoutMs": 50})).await;
+    assert_eq!(code, 504);
+    assert!(body["error"].as_str().unwrap().contains("0.05 s"), "{body}");
+    // A late result is ignored without harm.
+    send(
+        &mut ws,
+        json!({"type": "result", "commandId": cmd["id"], "result": {"content": []}}),
+    )
+    .await;
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn malformed_frames_get_an_error_and_the_connection_stays() {
+    let server = start().await;
+    let addr = server.addr();
+    let mut ws = extension(addr, None).await;
+
+    for bad in ["{nope", r#"{"type":"ping"}"#, r#"{"type":"result"}"#] {
+        ws.send(Message::text(bad)).await.unwrap();
+        let reply = next_json(&mut ws).await;
+        assert_eq!(reply["type"], "error", "{bad}");
+        assert!(
+            reply["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("Malformed frame: "),
+            "{reply}"
+        );
+    }
+
+    let call = tokio::spawn(command(addr, json!({"tool": "t"})));
+    let cmd = next_json(&mut ws).await;
+    send(
+        &mut ws,
+        json!({"type": "result", "commandId": cmd["id"], "result": {"content": []}}),
+    )
+    .await;
+    assert_eq!(call.await.unwrap().0, 200);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn second_connection_for_a_target_is_refused_with_4009() {
+    let server = start().await;
+    let addr = server.addr();
+    let mut first = extension(addr, Some("work")).await;
+
+    let mut second = connect(addr).await;
+    send(
+        &mut second,
+        json!({"type": "auth", "token": TOKEN, "target": "work"}),
+    )
+    .await;
+    assert_eq!(
+        next_json(&mut second).await,
+        json!({"type": "error", "message": "Target 'work' is already connected from another browser; disconnect it first or set a different target in Options."})
+    );
+    assert_eq!(close_code(&mut second).await, Some(4009));
+
+    // The first connection is kept and still works.
+    let st = status(addr).await;
+    assert_eq!(st["browsers"].as_array().unwrap().len(), 1);
+    let call = tokio::spawn(command(addr, json!({"tool": "t"})));
+    let cmd = next_json(&mut first).await;
+    send(
+        &mut first,
+        json!({"type": "result", "commandId": cmd["id"], "result": {"content": []}}),
+    )
+    .await;
+    assert_eq!(call.await.unwrap().0, 200);
+
+    // Once it leaves, the target is free again.
+    first.close(None).await.unwrap();
+    drop(first);
+    for _ in 0..50 {
+        if status(addr).await["browsers"] == json!([]) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    extension(addr, Some("work")).await;
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn foreign_host_and_web_origins_are_forbidden() {
+    let server = start().await;
+    let addr = server.addr();
+
+    let (code, body) = http(addr, "GET /status", &[("Host", "evil.example"), BEARER], "").await;
+    assert_eq!(code, 403);
+    assert!(body.contains("localhost"), "{body}");
+    assert_eq!(
+        http(addr, "GET /", &[("Host", "evil.example:80")], "")
+            .await
+            .0,
+        403
+    );
+    for host in [
+        "localhost",
+        &format!("localhost:{}", addr.port()),
+        "[::1]:1",
+    ] {
+        assert_eq!(
+            http(addr, "GET /", &[("Host", host)], "").await.0,
+            200,
+            "{host}"
+        );
+    }
+
+    for origin in ["https://evil.example", "http://localhost:8787", "null"] {
+        let (code, _) = http(
+            addr,
+            "POST /commands",
+            &[BEARER, ("Origin", origin)],
+            r#"{"tool":"t"}"#,
+        )
+        .await;
+        assert_eq!(code, 403, "{origin}");
+        let (code, _) = http(addr, "GET /status", &[BEARER, ("Origin", origin)], "").await;
+        assert_eq!(code, 403, "{origin}");
+
+        let mut request = format!("ws://{addr}/ws").into_client_request().unwrap();
+        request
+            .headers_mut()
+            .insert("Origin", origin.parse().unwrap());
+        match tokio_tungstenite::connect_async(request).await {
+            Err(tungstenite::Error::Http(response)) => assert_eq!(response.status(), 403),
+            other => panic!("{origin}: expected 403, got {other:?}"),
+        }
+    }
+
+    // The extension's own origin is welcome.
+    let mut request = format!("ws://{addr}/ws").into_client_request().unwrap();
+    request.headers_mut().insert(
+        "Origin",
+        "chrome-extension://abcdefghijklmnopabcdefghijklmnop"
+            .parse()
+            .unwrap(),
+    );
+    let (mut ws, _) = tokio_tungstenite::connect_async(request).await.unwrap();
+    send(&mut ws, json!({"type": "auth", "token": TOKEN})).await;
+    assert_eq!(next_json(&mut ws).await["type"], "auth_ok");
+    // Refused upgrades were never counted as connections.
+    assert_eq!(status(addr).await["wsConnections"], 1);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn shutdown_closes_sockets_and_the_port_can_be_reused() {
+    let server = start().await;
+    let addr = server.addr();
+    let mut ws = extension(addr, None).await;
+    let pending = tokio::spawn(command(addr, json!({"tool": "t"})));
+    next_json(&mut ws).await;
+
+    tokio::time::timeout(WAIT, server.shutdown())
+        .await
+        .expect("shutdown in time");
+    assert_eq!(close_code(&mut ws).await, Some(1001));
+    assert_eq!(pending.await.unwrap().0, 503);
+    assert!(TcpStream::connect(addr).await.is_err(), "port still open");
+
+    let server = start_with(addr, Duration::from_secs(10)).await;
+    assert_eq!(server.addr(), addr);
+    let mut ws = extension(addr, None).await;
+    let call = tokio::spawn(command(addr, json!({"tool": "t"})));
+    let cmd = next_json(&mut ws).await;
+    send(
+        &mut ws,
+        json!({"type": "result", "commandId": cmd["id"], "result": {"content": []}}),
+    )
+    .await;
+    assert_eq!(call.await.unwrap().0, 200);
+    assert_eq!(status(addr).await["wsConnections"], 1);
+    server.shutdown().await;
+}

@@ -1,0 +1,72 @@
+//! Debugger sessions on group tabs: attach on first use, every CDP call bounded in time.
+
+use crate::chrome::debugger;
+use crate::js::with_timeout;
+use serde_json::Value;
+use std::cell::RefCell;
+use std::collections::HashSet;
+
+/// Bound for one CDP call unless the caller gives its own.
+pub const DEFAULT_TIMEOUT_MS: u32 = 10_000;
+
+thread_local! {
+    static ATTACHED: RefCell<HashSet<i32>> = RefCell::new(HashSet::new());
+}
+
+async fn ensure_attached(tab_id: i32) -> Result<(), String> {
+    if ATTACHED.with(|a| a.borrow().contains(&tab_id)) {
+        return Ok(());
+    }
+    match with_timeout(DEFAULT_TIMEOUT_MS, "attaching the debugger", debugger::attach(tab_id)).await? {
+        Ok(()) => {}
+        // Still attached from before a worker restart: the session is ours.
+        Err(e) if e.contains("already attached") => {}
+        Err(e) if e.contains("Cannot access") || e.contains("Cannot attach") => {
+            return Err(format!(
+                "The debugger can't attach to tab {tab_id} ({e}). Pages such as chrome://, the Chrome Web Store and other extensions can't be automated: navigate the tab to a web page first."
+            ))
+        }
+        Err(e) => return Err(format!("Attaching the debugger to tab {tab_id} failed: {e}")),
+    }
+    ATTACHED.with(|a| a.borrow_mut().insert(tab_id));
+    Ok(())
+}
+
+/// Chrome detached us (tab closed, user cancelled the infobar, navigation to chrome://).
+pub fn on_detach(tab_id: i32) {
+    ATTACHED.with(|a| a.borrow_mut().remove(&tab_id));
+}
+
+pub async fn send(tab_id: i32, method: &str, params: Value) -> Result<Value, String> {
+    send_with_timeout(tab_id, method, params, DEFAULT_TIMEOUT_MS).await
+}
+
+pub async fn send_with_timeout(
+    tab_id: i32,
+    method: &str,
+    params: Value,
+    timeout_ms: u32,
+) -> Result<Value, String> {
+    ensure_attached(tab_id).await?;
+    let result = with_timeout(
+        timeout_ms,
+        method,
+        debugger::send_command(tab_id, method, &params),
+    )
+    .await?;
+    match result {
+        Err(e) if e.contains("not attached") || e.contains("Detached") => {
+            // Chrome dropped the session behind our back: attach again once and retry.
+            on_detach(tab_id);
+            ensure_attached(tab_id).await?;
+            with_timeout(
+                timeout_ms,
+                method,
+                debugger::send_command(tab_id, method, &params),
+            )
+            .await?
+            .map_err(|e| format!("{method}: {e}"))
+        }
+        other => other.map_err(|e| format!("{method}: {e}")),
+    }
+}

@@ -1,0 +1,46 @@
+//! chrome.debugger: attach to a tab and send it Chrome DevTools Protocol commands.
+
+use crate::js::{error_text, from_js, to_js};
+use serde::Serialize;
+use serde_json::Value;
+use wasm_bindgen::prelude::*;
+
+#[wasm_bindgen]
+extern "C" {
+    #[wasm_bindgen(catch, js_namespace = ["chrome", "debugger"], js_name = attach)]
+    async fn attach_debugger(target: &JsValue, version: &str) -> Result<JsValue, JsValue>;
+    #[wasm_bindgen(catch, js_namespace = ["chrome", "debugger"], js_name = sendCommand)]
+    async fn send_command_js(
+        target: &JsValue,
+        method: &str,
+        params: &JsValue,
+    ) -> Result<JsValue, JsValue>;
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Debuggee {
+    tab_id: i32,
+}
+
+fn debuggee(tab_id: i32) -> Result<JsValue, String> {
+    to_js(&Debuggee { tab_id })
+}
+
+pub async fn attach(tab_id: i32) -> Result<(), String> {
+    attach_debugger(&debuggee(tab_id)?, "1.3")
+        .await
+        .map(drop)
+        .map_err(|e| error_text(&e))
+}
+
+/// Sends one CDP command; the result as JSON (`null` when Chrome returns nothing).
+pub async fn send_command(tab_id: i32, method: &str, params: &Value) -> Result<Value, String> {
+    let out = send_command_js(&debuggee(tab_id)?, method, &to_js(params)?)
+        .await
+        .map_err(|e| error_text(&e))?;
+    if out.is_undefined() || out.is_null() {
+        return Ok(Value::Null);
+    }
+    from_js(out)
+}

@@ -1,0 +1,10 @@
+//! Typed bindings to the chrome.* APIs the worker uses: one file per API, nothing else in them.
+//! Every call returns `Result<_, String>` with Chrome's own message on failure.
+
+pub mod alarms;
+pub mod debugger;
+pub mod runtime;
+pub mod storage;
+pub mod tab_groups;
+pub mod tabs;
+pub mod windows;

@@ -1,0 +1,95 @@
+//! The automation tab group: the security boundary. Only its tabs accept commands. Found again
+//! after a worker restart (the id kept in session storage, then by the brand's title).
+
+use crate::brand::brand;
+use crate::chrome::storage::{self, Area};
+use crate::chrome::tab_groups::{self, Look};
+use crate::chrome::tabs::{self, GroupTarget, Tab};
+use crate::chrome::windows;
+
+const GROUP_KEY: &str = "groupId";
+
+/// The live group's id, if there is one.
+pub async fn find() -> Result<Option<i32>, String> {
+    if let Some(id) = storage::get::<i32>(Area::Session, GROUP_KEY).await? {
+        if tab_groups::get(id).await.is_some() {
+            return Ok(Some(id));
+        }
+    }
+    let title = brand().group_title;
+    let found = tab_groups::query_by_title(&title)
+        .await?
+        .into_iter()
+        .map(|g| g.id)
+        .next();
+    if let Some(id) = found {
+        storage::set(Area::Session, GROUP_KEY, &id).await?;
+    }
+    Ok(found)
+}
+
+/// The group, creating it (a normal window with one grouped tab) when none exists.
+/// Returns the group id and, when it was just created, its first tab.
+pub async fn find_or_create() -> Result<(i32, Option<Tab>), String> {
+    if let Some(id) = find().await? {
+        return Ok((id, None));
+    }
+    let window = windows::create_normal("about:blank").await?;
+    let tab = window
+        .tabs
+        .into_iter()
+        .next()
+        .ok_or("chrome.windows.create returned a window without a tab")?;
+    let tab_id = tab.id.ok_or("the new window's tab has no id")?;
+    let group_id = tabs::group(&[tab_id], GroupTarget::NewInWindow(window.id)).await?;
+    let b = brand();
+    tab_groups::update(
+        group_id,
+        &Look {
+            title: &b.group_title,
+            color: &b.group_color,
+            collapsed: false,
+        },
+    )
+    .await?;
+    storage::set(Area::Session, GROUP_KEY, &group_id).await?;
+    Ok((group_id, Some(tabs::get(tab_id).await?)))
+}
+
+/// The tabs of the group, in tab-strip order.
+pub async fn tabs_of(group_id: i32) -> Result<Vec<Tab>, String> {
+    tabs::query(&tabs::Query {
+        group_id: Some(group_id),
+        window_id: None,
+    })
+    .await
+}
+
+/// The tab, if it belongs to the automation group; otherwise an error that lists the valid ids.
+pub async fn check_tab(tab_id: i32) -> Result<Tab, String> {
+    let group = find().await?;
+    let tab = tabs::get(tab_id).await.ok();
+    if let (Some(group_id), Some(tab)) = (group, tab.as_ref()) {
+        if tab.group_id == group_id {
+            return Ok(tab.clone());
+        }
+    }
+    let valid = match group {
+        Some(g) => tabs_of(g)
+            .await?
+            .iter()
+            .filter_map(|t| t.id)
+            .map(|id| id.to_string())
+            .collect::<Vec<_>>(),
+        None => Vec::new(),
+    };
+    let why = if tab.is_none() { "does not exist" } else { "is not in the automation tab group" };
+    Err(if valid.is_empty() {
+        format!("Tab {tab_id} {why}, and there is no automation tab group yet. Call tabs_context_mcp with createIfEmpty: true first.")
+    } else {
+        format!(
+            "Tab {tab_id} {why}. Valid tab ids: {}. Call tabs_context_mcp to list them.",
+            valid.join(", ")
+        )
+    })
+}

@@ -1,0 +1,55 @@
+//! Glue between Rust values and JS values, and the few global functions a service worker has
+//! (no `window` here: timers and clocks come from the global scope).
+
+use futures_util::future::{select, Either};
+use serde::{de::DeserializeOwned, Serialize};
+use std::future::Future;
+use wasm_bindgen::{JsCast, JsValue};
+
+/// Serializes to plain JS objects (never `Map`, which chrome.* rejects).
+pub fn to_js<T: Serialize + ?Sized>(value: &T) -> Result<JsValue, String> {
+    value
+        .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
+        .map_err(|e| format!("internal: cannot convert to JS: {e}"))
+}
+
+pub fn from_js<T: DeserializeOwned>(value: JsValue) -> Result<T, String> {
+    serde_wasm_bindgen::from_value(value).map_err(|e| format!("unexpected value from Chrome: {e}"))
+}
+
+/// The message of a thrown JS value (an `Error`'s message, or the value as text).
+pub fn error_text(e: &JsValue) -> String {
+    if let Some(err) = e.dyn_ref::<js_sys::Error>() {
+        return String::from(err.message());
+    }
+    if let Some(s) = e.as_string() {
+        return s;
+    }
+    js_sys::Reflect::get(e, &JsValue::from_str("message"))
+        .ok()
+        .and_then(|m| m.as_string())
+        .unwrap_or_else(|| format!("{e:?}"))
+}
+
+pub fn now_ms() -> f64 {
+    js_sys::Date::now()
+}
+
+pub async fn sleep_ms(ms: u32) {
+    gloo_timers::future::TimeoutFuture::new(ms).await;
+}
+
+/// Runs `fut` for at most `ms`; past that, an error that names the step that timed out.
+pub async fn with_timeout<T>(ms: u32, step: &str, fut: impl Future<Output = T>) -> Result<T, String> {
+    let fut = std::pin::pin!(fut);
+    let timer = gloo_timers::future::TimeoutFuture::new(ms);
+    match select(fut, timer).await {
+        Either::Left((v, _)) => Ok(v),
+        Either::Right(_) => Err(format!("{step} timed out after {} s", f64::from(ms) / 1000.0)),
+    }
+}
+
+/// Logs to the worker's console (visible in chrome://extensions → service worker).
+pub fn log(msg: &str) {
+    web_sys::console::log_1(&JsValue::from_str(&format!("[browser-operator] {msg}")));
+}

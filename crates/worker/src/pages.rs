@@ -1,0 +1,98 @@
+//! Requests from the extension's own pages (Options): read the state, save a config and
+//! connect, connect, disconnect. Pages hold no state; every decision is made here.
+
+use crate::js::{from_js, to_js};
+use crate::session::{self, Status};
+use protocol::{ConfigError, ConnectionConfig};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use wasm_bindgen::JsValue;
+
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+enum Request {
+    GetState,
+    SaveConfig { config: Value },
+    Connect,
+    Disconnect,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct State {
+    config: Option<ConnectionConfig>,
+    status: Status,
+    version: String,
+}
+
+#[derive(Serialize)]
+struct Reply<'a> {
+    ok: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    field: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message: Option<String>,
+}
+
+fn reply(result: Result<(), ConfigError>) -> JsValue {
+    let r = match &result {
+        Ok(()) => Reply { ok: true, field: None, message: None },
+        Err(e) => Reply { ok: false, field: Some(e.field), message: Some(e.message.clone()) },
+    };
+    to_js(&r).unwrap_or(JsValue::NULL)
+}
+
+/// Only the extension's own pages may talk to the worker this way: a content script (a message
+/// with `sender.tab`) or another extension is refused.
+fn from_own_page(sender: &JsValue) -> bool {
+    let get = |k: &str| js_sys::Reflect::get(sender, &JsValue::from_str(k)).unwrap_or(JsValue::UNDEFINED);
+    let own_id = js_sys::Reflect::get(&js_sys::global(), &JsValue::from_str("chrome"))
+        .and_then(|c| js_sys::Reflect::get(&c, &JsValue::from_str("runtime")))
+        .and_then(|r| js_sys::Reflect::get(&r, &JsValue::from_str("id")))
+        .ok()
+        .and_then(|v| v.as_string());
+    get("tab").is_undefined() && own_id.is_some() && get("id").as_string() == own_id
+}
+
+pub async fn handle(message: JsValue, sender: JsValue) -> JsValue {
+    if !from_own_page(&sender) {
+        return JsValue::UNDEFINED;
+    }
+    let request: Request = match from_js(message) {
+        Ok(r) => r,
+        Err(e) => return reply(Err(ConfigError { field: "request", message: e })),
+    };
+    match request {
+        Request::GetState => {
+            let state = State {
+                config: session::saved_config().await,
+                status: session::status().await,
+                version: crate::chrome::runtime::version(),
+            };
+            to_js(&state).unwrap_or(JsValue::NULL)
+        }
+        Request::SaveConfig { config } => {
+            let parsed: Result<ConnectionConfig, ConfigError> =
+                serde_json::from_value(config).map_err(|e| ConfigError {
+                    field: if e.to_string().contains("transport") { "transport" } else { "serverUrl" },
+                    message: format!("The settings could not be read: {e}"),
+                });
+            match parsed {
+                Ok(c) => reply(session::save_and_connect(c).await),
+                Err(e) => reply(Err(e)),
+            }
+        }
+        Request::Connect => {
+            if session::saved_config().await.is_some_and(|c| c.validate().is_ok()) {
+                session::set_wanted(true).await;
+                reply(Ok(()))
+            } else {
+                reply(Err(ConfigError { field: "token", message: "Enter the server URL and token first.".into() }))
+            }
+        }
+        Request::Disconnect => {
+            session::set_wanted(false).await;
+            reply(Ok(()))
+        }
+    }
+}

@@ -1,0 +1,102 @@
+//! javascript_tool: evaluate in the page, REPL style (last expression's value, promises awaited,
+//! top-level await), bounded in time and output.
+
+use crate::cdp;
+use crate::tools::bounded;
+use protocol::ToolResult;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+const EVAL_TIMEOUT_MS: u32 = 10_000;
+const MAX_OUTPUT_CHARS: usize = 50_000;
+const GROUP: &str = "browser-operator-js";
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Args {
+    text: String,
+    tab_id: i32,
+}
+
+pub async fn run(args: Args) -> Result<ToolResult, String> {
+    let tab = args.tab_id;
+    let out = cdp::send_with_timeout(
+        tab,
+        "Runtime.evaluate",
+        json!({
+            "expression": args.text,
+            "replMode": true,
+            "awaitPromise": true,
+            "userGesture": true,
+            "objectGroup": GROUP,
+            "timeout": EVAL_TIMEOUT_MS,
+        }),
+        EVAL_TIMEOUT_MS + 1_000,
+    )
+    .await
+    .map_err(|e| {
+        if e.contains("timed out") {
+            format!("The script did not finish within {} s (a promise that never settles, or a dialog open on the page).", EVAL_TIMEOUT_MS / 1000)
+        } else {
+            e
+        }
+    })?;
+    let text = if let Some(details) = out.get("exceptionDetails") {
+        Err(describe_exception(details))
+    } else {
+        Ok(describe_value(tab, out.get("result").unwrap_or(&Value::Null)).await)
+    };
+    // Objects stay alive in the page until their group is released.
+    let _ = cdp::send(tab, "Runtime.releaseObjectGroup", json!({"objectGroup": GROUP})).await;
+    Ok(ToolResult::text(bounded(text?, MAX_OUTPUT_CHARS)))
+}
+
+fn describe_exception(details: &Value) -> String {
+    let message = details
+        .pointer("/exception/description")
+        .and_then(Value::as_str)
+        .and_then(|d| d.lines().next())
+        .or_else(|| details.get("text").and_then(Value::as_str))
+        .unwrap_or("Uncaught exception");
+    let line = details.get("lineNumber").and_then(Value::as_i64).unwrap_or(0) + 1;
+    format!("{message} (line {line})")
+}
+
+/// A CDP RemoteObject as text: primitives as themselves, DOM nodes and errors by their
+/// description, other objects as JSON.
+async fn describe_value(tab: i32, obj: &Value) -> String {
+    let kind = obj.get("type").and_then(Value::as_str).unwrap_or("undefined");
+    let subtype = obj.get("subtype").and_then(Value::as_str);
+    let description = obj.get("description").and_then(Value::as_str);
+    if let Some(u) = obj.get("unserializableValue").and_then(Value::as_str) {
+        return u.to_string();
+    }
+    match (kind, subtype) {
+        ("undefined", _) => "undefined".into(),
+        ("string", _) => obj.get("value").and_then(Value::as_str).unwrap_or("").to_string(),
+        ("number" | "boolean", _) => obj.get("value").map(Value::to_string).unwrap_or_default(),
+        ("object", Some("null")) => "null".into(),
+        ("object", Some("node" | "error" | "regexp" | "date")) | ("function" | "symbol" | "bigint", _) => {
+            description.unwrap_or(kind).to_string()
+        }
+        _ => match obj.get("objectId").and_then(Value::as_str) {
+            Some(id) => as_json(tab, id).await.unwrap_or_else(|| description.unwrap_or("Object").to_string()),
+            None => description.unwrap_or("Object").to_string(),
+        },
+    }
+}
+
+async fn as_json(tab: i32, object_id: &str) -> Option<String> {
+    let out = cdp::send(
+        tab,
+        "Runtime.callFunctionOn",
+        json!({
+            "objectId": object_id,
+            "functionDeclaration": include_str!("javascript_json.js"),
+            "returnByValue": true,
+        }),
+    )
+    .await
+    .ok()?;
+    out.pointer("/result/value").and_then(Value::as_str).map(str::to_string)
+}

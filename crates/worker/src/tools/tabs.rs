@@ -1,0 +1,106 @@
+//! tabs_context_mcp, tabs_create_mcp, tabs_close_mcp.
+
+use crate::chrome::tabs::{self, CreateProperties, GroupTarget, Tab};
+use crate::group;
+use protocol::ToolResult;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContextArgs {
+    #[serde(default)]
+    create_if_empty: bool,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct TabInfo<'a> {
+    tab_id: i32,
+    title: &'a str,
+    url: &'a str,
+}
+
+/// `{"availableTabs":[…],"tabGroupId":G}` on the first line, then a readable list.
+async fn context_text(group_id: i32) -> Result<String, String> {
+    let tabs = group::tabs_of(group_id).await?;
+    let infos: Vec<TabInfo> = tabs
+        .iter()
+        .filter_map(|t| {
+            Some(TabInfo {
+                tab_id: t.id?,
+                title: t.title.as_deref().unwrap_or(""),
+                url: t.url.as_deref().or(t.pending_url.as_deref()).unwrap_or(""),
+            })
+        })
+        .collect();
+    let head = json!({"availableTabs": infos, "tabGroupId": group_id}).to_string();
+    let list = infos
+        .iter()
+        .map(|t| format!("• tabId {}: \"{}\" ({})", t.tab_id, t.title, t.url))
+        .collect::<Vec<_>>()
+        .join("\n");
+    Ok(format!("{head}\n\nTabs in the automation group:\n{list}"))
+}
+
+pub async fn context(args: ContextArgs) -> Result<ToolResult, String> {
+    let group_id = if args.create_if_empty {
+        group::find_or_create().await?.0
+    } else {
+        match group::find().await? {
+            Some(id) => id,
+            None => {
+                return Ok(ToolResult::text(
+                    "No automation tab group exists. Use createIfEmpty: true to create one.",
+                ))
+            }
+        }
+    };
+    Ok(ToolResult::text(context_text(group_id).await?))
+}
+
+pub async fn create() -> Result<ToolResult, String> {
+    let (group_id, created) = group::find_or_create().await?;
+    let tab: Tab = match created {
+        Some(tab) => tab,
+        None => {
+            let window_id = group::tabs_of(group_id)
+                .await?
+                .first()
+                .map(|t| t.window_id)
+                .ok_or("the automation group has no tabs")?;
+            let tab = tabs::create(&CreateProperties {
+                window_id: Some(window_id),
+                url: Some("about:blank"),
+                active: true,
+            })
+            .await?;
+            let id = tab.id.ok_or("the new tab has no id")?;
+            tabs::group(&[id], GroupTarget::Existing(group_id)).await?;
+            tab
+        }
+    };
+    let id = tab.id.ok_or("the new tab has no id")?;
+    Ok(ToolResult::text(format!(
+        "Created new tab. Tab ID: {id}\n\n{}",
+        context_text(group_id).await?
+    )))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CloseArgs {
+    tab_id: i32,
+}
+
+pub async fn close(args: CloseArgs) -> Result<ToolResult, String> {
+    tabs::remove(args.tab_id).await?;
+    let rest = match group::find().await? {
+        Some(g) => context_text(g).await?,
+        None => "The automation group has no tabs left.".into(),
+    };
+    Ok(ToolResult::text(format!(
+        "Closed tab {}.\n\n{rest}",
+        args.tab_id
+    )))
+}

@@ -1,0 +1,125 @@
+//! The WebSocket transport: first frame `auth`, then `command` frames in and `result` frames out.
+
+use super::Ended;
+use crate::js::with_timeout;
+use crate::session;
+use futures_channel::mpsc;
+use futures_util::future::{select, Either};
+use futures_util::{SinkExt, StreamExt};
+use gloo_net::websocket::{futures::WebSocket, Message, WebSocketError};
+use protocol::{Command, ConnectionConfig, ExtensionFrame, ServerFrame, CLOSE_UNAUTHORIZED};
+
+const OPEN_TIMEOUT_MS: u32 = 10_000;
+
+/// Runs one connection until it ends. Outgoing frames (already JSON) arrive on `outgoing`;
+/// when the session drops its sender, the socket is closed and `Stopped` returned.
+pub async fn run(
+    config: &ConnectionConfig,
+    mut outgoing: mpsc::UnboundedReceiver<String>,
+    mut on_auth: impl FnMut(),
+) -> Ended {
+    let url = &config.server_url;
+    let mut ws = match WebSocket::open(url) {
+        Ok(ws) => ws,
+        Err(e) => {
+            return Ended::Lost {
+                authenticated: false,
+                detail: format!("Cannot open a WebSocket to {url}: {e}"),
+            }
+        }
+    };
+    let auth = ExtensionFrame::Auth {
+        token: config.token.clone(),
+        target: config.target.clone(),
+    };
+    let auth = serde_json::to_string(&auth).unwrap_or_default();
+    match with_timeout(OPEN_TIMEOUT_MS, "Opening the WebSocket", ws.send(Message::Text(auth))).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => {
+            return Ended::Lost {
+                authenticated: false,
+                detail: format!("Sending auth to {url} failed: {e}"),
+            }
+        }
+        Err(e) => {
+            return Ended::Lost {
+                authenticated: false,
+                detail: format!("{e} ({url} does not answer)"),
+            }
+        }
+    }
+    let mut authenticated = false;
+    loop {
+        let event = match select(ws.next(), outgoing.next()).await {
+            Either::Left((incoming, _)) => Either::Left(incoming),
+            Either::Right((out, _)) => Either::Right(out),
+        };
+        match event {
+            Either::Right(Some(frame)) => {
+                if let Err(e) = ws.send(Message::Text(frame)).await {
+                    return Ended::Lost {
+                        authenticated,
+                        detail: format!("Sending to {url} failed: {e}"),
+                    };
+                }
+            }
+            Either::Right(None) => {
+                let _ = ws.close(Some(1000), Some("extension disconnected"));
+                return Ended::Stopped;
+            }
+            Either::Left(Some(Ok(Message::Text(text)))) => match serde_json::from_str(&text) {
+                Ok(ServerFrame::AuthOk) => {
+                    if !authenticated {
+                        authenticated = true;
+                        on_auth();
+                    }
+                }
+                Ok(ServerFrame::Command { id, tool, args }) => {
+                    // auth_ok is optional: a command also means the token was accepted.
+                    if !authenticated {
+                        authenticated = true;
+                        on_auth();
+                    }
+                    session::receive(Command { id, tool, args });
+                }
+                Ok(ServerFrame::Error { message }) => session::server_said(&message),
+                Ok(ServerFrame::Unknown) => {}
+                Err(e) => crate::js::log(&format!("ignored a malformed frame: {e}")),
+            },
+            Either::Left(Some(Ok(Message::Bytes(_)))) => {}
+            Either::Left(Some(Err(WebSocketError::ConnectionClose(ev)))) => {
+                return if ev.code == CLOSE_UNAUTHORIZED {
+                    Ended::Unauthorized(ev.reason)
+                } else {
+                    Ended::Lost {
+                        authenticated,
+                        detail: describe_close(url, ev.code, &ev.reason, authenticated),
+                    }
+                };
+            }
+            // An `error` event is always followed by a `close` event.
+            Either::Left(Some(Err(_))) => {}
+            Either::Left(None) => {
+                return Ended::Lost {
+                    authenticated,
+                    detail: format!("The connection to {url} ended."),
+                }
+            }
+        }
+    }
+}
+
+fn describe_close(url: &str, code: u16, reason: &str, authenticated: bool) -> String {
+    let reason = if reason.is_empty() {
+        String::new()
+    } else {
+        format!(": {reason}")
+    };
+    match code {
+        1006 if !authenticated => {
+            format!("Cannot reach {url} (is the server running?)")
+        }
+        1006 => format!("The connection to {url} dropped"),
+        _ => format!("{url} closed the connection (code {code}{reason})"),
+    }
+}

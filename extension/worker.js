@@ -1,0 +1,18 @@
+// Loads the Rust worker and hands it every event. Listeners are registered synchronously, at
+// the top level, so the event that woke the worker is never lost while the wasm loads.
+import init, * as worker from "./pkg/browser_operator_worker.js";
+
+const ready = init({ module_or_path: new URL("./pkg/browser_operator_worker_bg.wasm", import.meta.url) })
+  .then(() => worker.boot());
+
+chrome.runtime.onMessage.addListener((message, sender, sendResponse) => {
+  ready
+    .then(() => worker.onMessage(message, sender))
+    .then(sendResponse, (e) => sendResponse({ ok: false, field: "request", message: String(e) }));
+  return true; // the answer comes asynchronously
+});
+chrome.alarms.onAlarm.addListener((alarm) => ready.then(() => worker.onAlarm(alarm.name)));
+chrome.debugger.onDetach.addListener((source) => ready.then(() => worker.onDebuggerDetach(source)));
+// Startup and install only need the worker to run: boot() does the rest.
+chrome.runtime.onStartup.addListener(() => ready);
+chrome.runtime.onInstalled.addListener(() => ready);

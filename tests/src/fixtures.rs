@@ -1,0 +1,231 @@
+//! A local HTTP server for the fixture pages in `tests/fixtures/`.
+//!
+//! Minimal HTTP/1.1: `GET` and `HEAD`, one request per connection (`Connection: close`),
+//! `/` serves `index.html`, unknown files are 404.
+
+use std::net::SocketAddr;
+use std::path::{Component, Path, PathBuf};
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinHandle;
+
+/// Largest request head accepted.
+const MAX_HEAD: usize = 16 * 1024;
+/// How long a client may take to send its request.
+const READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The fixture server; stops when dropped.
+#[derive(Debug)]
+pub struct FixtureServer {
+    addr: SocketAddr,
+    root: PathBuf,
+    task: JoinHandle<()>,
+}
+
+impl FixtureServer {
+    /// Serve `tests/fixtures/` on `127.0.0.1:<free port>`. Call inside a Tokio runtime.
+    ///
+    /// Panics if no port can be bound (a test can't go on without it).
+    pub fn start() -> FixtureServer {
+        Self::start_in(fixtures_dir())
+    }
+
+    /// Serve another directory.
+    pub fn start_in(root: PathBuf) -> FixtureServer {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0")
+            .expect("fixture server: binding 127.0.0.1:0");
+        listener
+            .set_nonblocking(true)
+            .expect("fixture server: set_nonblocking");
+        let addr = listener.local_addr().expect("fixture server: local_addr");
+        let listener = TcpListener::from_std(listener)
+            .expect("fixture server: FixtureServer::start must run inside a Tokio runtime");
+        let serve_root = root.clone();
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    continue;
+                };
+                let root = serve_root.clone();
+                tokio::spawn(async move {
+                    let _ = handle(stream, &root).await;
+                });
+            }
+        });
+        FixtureServer { addr, root, task }
+    }
+
+    /// The address served on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The directory served.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// `http://127.0.0.1:<port>/<path>`.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}/{}", self.addr, path.trim_start_matches('/'))
+    }
+}
+
+impl Drop for FixtureServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// `tests/fixtures/`.
+pub fn fixtures_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")
+}
+
+/// The Content-Type for a file name.
+pub fn content_type(path: &Path) -> &'static str {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("html") | Some("htm") => "text/html; charset=utf-8",
+        Some("js") | Some("mjs") => "text/javascript; charset=utf-8",
+        Some("css") => "text/css; charset=utf-8",
+        Some("json") => "application/json",
+        Some("png") => "image/png",
+        Some("svg") => "image/svg+xml",
+        Some("txt") => "text/plain; charset=utf-8",
+        _ => "application/octet-stream",
+    }
+}
+
+async fn handle(mut stream: TcpStream, root: &Path) -> std::io::Result<()> {
+    let head = match tokio::time::timeout(READ_TIMEOUT, read_head(&mut stream)).await {
+        Ok(Ok(Some(head))) => head,
+        _ => return Ok(()),
+    };
+    let mut parts = head.lines().next().unwrap_or("").split_whitespace();
+    let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    let response = match method {
+        "GET" | "HEAD" => match resolve(root, target) {
+            Some(file) => match tokio::fs::read(&file).await {
+                Ok(body) => response(200, "OK", content_type(&file), body),
+                Err(_) => not_found(),
+            },
+            None => not_found(),
+        },
+        _ => response(
+            405,
+            "Method Not Allowed",
+            "text/plain; charset=utf-8",
+            b"method not allowed\n".to_vec(),
+        ),
+    };
+    let (head_bytes, body) = response;
+    stream.write_all(&head_bytes).await?;
+    if method != "HEAD" {
+        stream.write_all(&body).await?;
+    }
+    stream.shutdown().await
+}
+
+/// Read until the blank line ending the request head.
+async fn read_head(stream: &mut TcpStream) -> std::io::Result<Option<String>> {
+    let mut buf = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 1024];
+    loop {
+        let n = stream.read(&mut chunk).await?;
+        if n == 0 {
+            return Ok(None);
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            return Ok(Some(String::from_utf8_lossy(&buf[..end]).into_owned()));
+        }
+        if buf.len() > MAX_HEAD {
+            return Ok(None);
+        }
+    }
+}
+
+/// Map a request target to a file under `root`, refusing anything that leaves it.
+fn resolve(root: &Path, target: &str) -> Option<PathBuf> {
+    let path = target.split(['?', '#']).next()?;
+    let path = percent_decode(path)?;
+    let relative = path.trim_start_matches('/');
+    let relative = if relative.is_empty() || relative.ends_with('/') {
+        format!("{relative}index.html")
+    } else {
+        relative.to_string()
+    };
+    let relative = Path::new(&relative);
+    if !relative
+        .components()
+        .all(|c| matches!(c, Component::Normal(_)))
+    {
+        return None;
+    }
+    let file = root.join(relative);
+    file.is_file().then_some(file)
+}
+
+fn percent_decode(s: &str) -> Option<String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = s.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+fn response(status: u16, reason: &str, content_type: &str, body: Vec<u8>) -> (Vec<u8>, Vec<u8>) {
+    let head = format!(
+        "HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\n\
+         Content-Length: {}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    (head.into_bytes(), body)
+}
+
+fn not_found() -> (Vec<u8>, Vec<u8>) {
+    response(
+        404,
+        "Not Found",
+        "text/plain; charset=utf-8",
+        b"not found\n".to_vec(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolve_stays_inside_root() {
+        let root = fixtures_dir();
+        assert_eq!(resolve(&root, "/"), Some(root.join("index.html")));
+        assert_eq!(
+            resolve(&root, "/hello.html?x=1"),
+            Some(root.join("hello.html"))
+        );
+        assert_eq!(resolve(&root, "/../Cargo.toml"), None);
+        assert_eq!(resolve(&root, "/%2e%2e/Cargo.toml"), None);
+        assert_eq!(resolve(&root, "/missing.html"), None);
+    }
+
+    #[test]
+    fn content_types() {
+        assert_eq!(content_type(Path::new("a.png")), "image/png");
+        assert_eq!(
+            content_type(Path::new("a.js")),
+            "text/javascript; charset=utf-8"
+        );
+    }
+}
