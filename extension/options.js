@@ -37,6 +37,7 @@ async function load() {
   }
   $("version").textContent = `Version ${state.version}`;
   showStatus(state.status);
+  document.body.dataset.ready = "true";
 }
 
 $("form").addEventListener("submit", async (event) => {

@@ -102,6 +102,10 @@ impl TargetInfo {
 
 /// A running headless Chromium. Dropping it kills the browser (its whole process group)
 /// and removes its temporary directory.
+///
+/// Chromium is also killed if the thread that launched it exits (`PR_SET_PDEATHSIG`), so
+/// a test process killed by a timeout leaves no browser behind: keep the `Browser` on
+/// the test's own thread or runtime (not a `spawn_blocking` thread).
 pub struct Browser {
     cdp: Cdp,
     process: Process,
@@ -298,7 +302,8 @@ impl Browser {
     }
 
     /// Close the browser gracefully (`Browser.close`, so the profile is flushed to disk)
-    /// and wait for the process to exit; kill it if it hasn't within 10 s.
+    /// and wait for the process to exit; kill it if it hasn't within 10 s. Either way the
+    /// rest of the process group is killed and the temp dir removed afterwards.
     pub async fn close(mut self) -> Result<()> {
         let _ = self
             .cdp
@@ -317,7 +322,6 @@ impl Browser {
                 Err(e) => return Err(Error::new(format!("waiting for Chromium to exit: {e}"))),
             }
         }
-        // Drop kills whatever is left of the process group and removes the temp dir.
     }
 
     /// All targets (`Target.getTargets`).
@@ -572,17 +576,15 @@ impl Browser {
         ))
     }
 
-    /// Open the extension's Options page and wait until its `#status` line shows one of
-    /// the known states (`disconnected`, `connecting`, `connected`, `error`).
+    /// Open the extension's Options page and wait until it has loaded its state from the
+    /// worker (typing before that would be overwritten).
     pub async fn options_page(&self) -> Result<Page> {
         let page = self.open_page(&self.options_url().await?).await?;
-        page.wait_for(
-            "['disconnected', 'connecting', 'connected', 'error']\
-                .includes(document.querySelector('#status')?.dataset.state)",
-            PAGE_TIMEOUT,
-        )
-        .await
-        .map_err(|e| e.context("opening the Options page"))?;
+        page.wait_for(OPTIONS_READY_JS, PAGE_TIMEOUT)
+            .await
+            .map_err(|e| {
+                e.context("opening the Options page (waiting for it to show the worker's status)")
+            })?;
         Ok(page)
     }
 
@@ -670,6 +672,9 @@ impl Browser {
         result
     }
 }
+
+/// The Options page has loaded: it marks its body once it has shown the worker's state.
+const OPTIONS_READY_JS: &str = "document.body.dataset.ready === 'true'";
 
 /// `[data-state, text]` of `#status`.
 const STATUS_JS: &str = "(() => { const s = document.querySelector('#status'); \

@@ -15,11 +15,13 @@
 
 use std::path::{Path, PathBuf};
 
+pub mod backend;
 pub mod browser;
 pub mod cdp;
 pub mod error;
 pub mod fixtures;
 
+pub use backend::{images, Backend};
 pub use browser::{js_string, Browser, BrowserOptions, Page, Session, TargetInfo};
 pub use cdp::{wait_event_on, Cdp, Event};
 pub use error::{Error, Result, ResultExt};

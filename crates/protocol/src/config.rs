@@ -111,16 +111,7 @@ impl ConnectionConfig {
             ));
         }
         if let Some(target) = &self.target {
-            if target.len() > MAX_TARGET_LEN
-                || !target
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
-            {
-                return Err(err(
-                    "target",
-                    format!("Use at most {MAX_TARGET_LEN} letters, digits, '-', '_' or '.'."),
-                ));
-            }
+            check_target(target).map_err(|m| err("target", m))?;
         }
         for (field, path) in [
             ("commandPath", &self.command_path),
@@ -158,6 +149,23 @@ impl ConnectionConfig {
             self.server_url,
             substitute_target(path, self.target.as_deref())
         )
+    }
+}
+
+/// A target names a browser: at most 128 letters, digits, '-', '_' or '.', so it is safe in a
+/// path, a log line and a list.
+pub fn check_target(target: &str) -> Result<(), String> {
+    if !target.is_empty()
+        && target.len() <= MAX_TARGET_LEN
+        && target
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+    {
+        Ok(())
+    } else {
+        Err(format!(
+            "Use 1 to {MAX_TARGET_LEN} letters, digits, '-', '_' or '.'."
+        ))
     }
 }
 

@@ -6,6 +6,8 @@ use serde_json::{Map, Value};
 
 /// Close code with which a backend rejects a token; the extension clears it and stops.
 pub const CLOSE_UNAUTHORIZED: u16 = 4001;
+/// Close code with which a backend refuses a second live connection for the same target.
+pub const CLOSE_TARGET_TAKEN: u16 = 4009;
 
 /// Backend → extension.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

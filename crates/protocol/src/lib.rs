@@ -12,5 +12,5 @@ pub mod schema;
 
 pub use catalog::{catalog, tool, ToolSpec};
 pub use config::{ConfigError, ConnectionConfig, Transport};
-pub use frames::{ExtensionFrame, ServerFrame, CLOSE_UNAUTHORIZED};
+pub use frames::{ExtensionFrame, ServerFrame, CLOSE_TARGET_TAKEN, CLOSE_UNAUTHORIZED};
 pub use message::{Command, CommandResult, ContentBlock, Outcome, ToolResult};

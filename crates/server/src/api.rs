@@ -134,6 +134,9 @@ async fn run(
     body: &[u8],
 ) -> Result<protocol::CommandResult, ApiError> {
     if !bearer_matches(headers, &app.token) {
+        crate::log(format_args!(
+            "refused a command request: missing or wrong bearer token"
+        ));
         return Err(ApiError::unauthorized());
     }
     let request = CommandRequest::parse(body).map_err(ApiError::bad_request)?;
@@ -151,8 +154,21 @@ async fn run(
             target,
             timeout,
         )
-        .await?;
-    Ok(result)
+        .await;
+    // Timeouts and completed commands are logged by the relay, with their id.
+    if let Err(e) = &result {
+        let why = match e {
+            CommandError::NoBrowser => Some("no browser connected"),
+            CommandError::TargetRequired { .. } => Some("several browsers and no target"),
+            CommandError::UnknownTarget { .. } => Some("unknown target"),
+            CommandError::TooManyPending { .. } => Some("too many pending commands"),
+            CommandError::Timeout { .. } | CommandError::ShuttingDown => None,
+        };
+        if let Some(why) = why {
+            crate::log(format_args!("command {} refused: {why}", request.tool));
+        }
+    }
+    Ok(result?)
 }
 
 /// `GET /status`.

@@ -14,6 +14,7 @@ pub mod ws;
 
 use axum::middleware;
 use axum::routing::{get, post};
+use axum::serve::ListenerExt;
 use axum::Router;
 use relay::Relay;
 use std::fmt;
@@ -142,6 +143,10 @@ impl RunningServer {
         socket.bind(config.addr)?;
         let listener = socket.listen(1024)?;
         let addr = listener.local_addr()?;
+        // Small frames (commands, results) go out at once instead of waiting on Nagle.
+        let listener = listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
 
         let relay = Arc::new(Relay::new());
         let (stop, stop_rx) = watch::channel(false);

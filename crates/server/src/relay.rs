@@ -92,9 +92,8 @@ fn quoted(targets: &[String]) -> String {
 
 /// Whole seconds when whole, else with up to three decimals ("60", "0.25").
 fn seconds(d: Duration) -> String {
-    let ms = d.as_millis();
-    if ms % 1000 == 0 {
-        format!("{}", ms / 1000)
+    if d.subsec_millis() == 0 {
+        format!("{}", d.as_secs())
     } else {
         format!("{}", d.as_secs_f64())
     }

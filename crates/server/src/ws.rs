@@ -7,15 +7,13 @@ use crate::AppState;
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
 use axum::extract::{ConnectInfo, State};
 use axum::response::Response;
-use protocol::{CommandResult, ExtensionFrame, ServerFrame, CLOSE_UNAUTHORIZED};
+use protocol::{CommandResult, ExtensionFrame, ServerFrame, CLOSE_TARGET_TAKEN, CLOSE_UNAUTHORIZED};
 use std::net::SocketAddr;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
 /// Largest message accepted from the extension (screenshots are big).
 pub const MAX_MESSAGE_SIZE: usize = 32 << 20;
-/// Close code refusing a second connection for a target that is already connected.
-pub const CLOSE_TARGET_TAKEN: u16 = 4009;
 /// Close code ("going away") used when the server shuts down.
 const CLOSE_GOING_AWAY: u16 = 1001;
 /// Close code ("policy violation") for an auth frame whose target is unusable.
@@ -196,18 +194,7 @@ async fn first_text(socket: &mut WebSocket) -> Option<Option<Utf8Bytes>> {
 
 /// Targets follow the Options page's rule, so they are safe to log and list.
 fn check_target(target: &str) -> Result<(), String> {
-    let max = protocol::config::MAX_TARGET_LEN;
-    if target.len() <= max
-        && target
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
-    {
-        Ok(())
-    } else {
-        Err(format!(
-            "Invalid target: use at most {max} letters, digits, '-', '_' or '.'."
-        ))
-    }
+    protocol::config::check_target(target).map_err(|m| format!("Invalid target: {m}"))
 }
 
 /// Handles one text frame after auth; returns the reply to send, if any.

@@ -109,7 +109,11 @@ async fn close_code(ws: &mut Ws) -> Option<u16> {
             .await
             .expect("close in time")
         {
-            Some(Ok(Message::Close(frame))) => return frame.map(|f| u16::from(f.code)),
+            Some(Ok(Message::Close(frame))) => {
+                // Reading on sends our reply, so the server need not wait for it.
+                let _ = tokio::time::timeout(WAIT, ws.next()).await;
+                return frame.map(|f| u16::from(f.code));
+            }
             Some(Ok(_)) => continue,
             Some(Err(_)) | None => return None,
         }

@@ -42,16 +42,18 @@ fn reply(result: Result<(), ConfigError>) -> JsValue {
     to_js(&r).unwrap_or(JsValue::NULL)
 }
 
-/// Only the extension's own pages may talk to the worker this way: a content script (a message
-/// with `sender.tab`) or another extension is refused.
+/// Only the extension's own pages may talk to the worker this way: content scripts (whose
+/// `sender.url` is the web page) and other extensions are refused.
 fn from_own_page(sender: &JsValue) -> bool {
-    let get = |k: &str| js_sys::Reflect::get(sender, &JsValue::from_str(k)).unwrap_or(JsValue::UNDEFINED);
-    let own_id = js_sys::Reflect::get(&js_sys::global(), &JsValue::from_str("chrome"))
-        .and_then(|c| js_sys::Reflect::get(&c, &JsValue::from_str("runtime")))
-        .and_then(|r| js_sys::Reflect::get(&r, &JsValue::from_str("id")))
-        .ok()
-        .and_then(|v| v.as_string());
-    get("tab").is_undefined() && own_id.is_some() && get("id").as_string() == own_id
+    let get = |k: &str| {
+        js_sys::Reflect::get(sender, &JsValue::from_str(k))
+            .ok()
+            .and_then(|v| v.as_string())
+    };
+    let own_id = crate::chrome::runtime::id();
+    let own_origin = format!("chrome-extension://{own_id}/");
+    get("id").as_deref() == Some(own_id.as_str())
+        && get("url").is_some_and(|u| u.starts_with(&own_origin))
 }
 
 pub async fn handle(message: JsValue, sender: JsValue) -> JsValue {

@@ -52,14 +52,22 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
 }
 
 fn describe_exception(details: &Value) -> String {
-    let message = details
-        .pointer("/exception/description")
-        .and_then(Value::as_str)
+    let description = details.pointer("/exception/description").and_then(Value::as_str);
+    let message = description
         .and_then(|d| d.lines().next())
         .or_else(|| details.get("text").and_then(Value::as_str))
         .unwrap_or("Uncaught exception");
-    let line = details.get("lineNumber").and_then(Value::as_i64).unwrap_or(0) + 1;
-    format!("{message} (line {line})")
+    match description.and_then(script_line) {
+        Some(line) => format!("{message} (line {line})"),
+        None => message.to_string(),
+    }
+}
+
+/// The line in the agent's script where the exception was thrown: the first
+/// `<anonymous>:LINE:COL` frame of the stack (the script has no URL of its own).
+fn script_line(stack: &str) -> Option<u32> {
+    let rest = &stack[stack.find("<anonymous>:")? + "<anonymous>:".len()..];
+    rest.split(':').next()?.parse().ok()
 }
 
 /// A CDP RemoteObject as text: primitives as themselves, DOM nodes and errors by their
@@ -99,4 +107,19 @@ async fn as_json(tab: i32, object_id: &str) -> Option<String> {
     .await
     .ok()?;
     out.pointer("/result/value").and_then(Value::as_str).map(str::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn exceptions_say_message_and_line() {
+        let d = json!({"text": "Uncaught", "lineNumber": 0, "exception": {"description": "ReferenceError: nope is not defined\n    at <anonymous>:2:1"}});
+        assert_eq!(describe_exception(&d), "ReferenceError: nope is not defined (line 2)");
+        let thrown = json!({"text": "Uncaught", "exception": {"description": "boom"}});
+        assert_eq!(describe_exception(&thrown), "boom");
+        assert_eq!(describe_exception(&json!({"text": "Uncaught SyntaxError: x"})), "Uncaught SyntaxError: x");
+    }
 }

@@ -1,0 +1,168 @@
+//! The real reference server, in-process on a random loopback port, and the calls a backend
+//! makes to it: commands through `POST /commands` (the same client as `browser-operator call`)
+//! and `GET /status`.
+
+use crate::{Error, Result};
+use browser_operator_server::call::{self, Call, CallError};
+use browser_operator_server::{RunningServer, ServerConfig};
+use protocol::{CommandResult, ContentBlock, Outcome};
+use serde_json::{Map, Value};
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+pub struct Backend {
+    server: Option<RunningServer>,
+    addr: SocketAddr,
+    token: String,
+}
+
+impl Backend {
+    /// A server with a fresh random token on a free port.
+    pub async fn start() -> Result<Backend> {
+        let token = format!("e2e-{:016x}{:016x}", rand_u64(), rand_u64());
+        Self::start_at("127.0.0.1:0".parse().expect("address"), token).await
+    }
+
+    pub async fn start_at(addr: SocketAddr, token: String) -> Result<Backend> {
+        let server = RunningServer::start(ServerConfig::new(addr, token.clone()))
+            .await
+            .map_err(|e| Error::new(format!("starting the server on {addr}: {e}")))?;
+        Ok(Backend {
+            addr: server.addr(),
+            server: Some(server),
+            token,
+        })
+    }
+
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
+    /// What a user pastes into Options.
+    pub fn ws_url(&self) -> String {
+        format!("ws://{}/ws", self.addr)
+    }
+
+    pub fn http_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Stops the server (every connection dropped); `start_again` brings it back on the same port.
+    pub async fn stop(&mut self) {
+        if let Some(server) = self.server.take() {
+            server.shutdown().await;
+        }
+    }
+
+    pub async fn start_again(&mut self) -> Result<()> {
+        self.stop().await;
+        let again = Self::start_at(self.addr, self.token.clone()).await?;
+        self.server = again.server;
+        Ok(())
+    }
+
+    /// Runs a tool in the browser; the command result, or the HTTP error.
+    pub async fn command(&self, tool: &str, args: Value) -> Result<CommandResult> {
+        let request = Call {
+            url: self.http_url(),
+            token: self.token.clone(),
+            tool: tool.to_string(),
+            args: args.as_object().cloned().unwrap_or_else(Map::new),
+            target: None,
+            timeout: Some(Duration::from_secs(60)),
+        };
+        let answer = tokio::task::spawn_blocking(move || call::call(&request))
+            .await
+            .map_err(|e| Error::new(format!("the call task failed: {e}")))?;
+        answer.map(|a| a.result).map_err(|e| {
+            Error::new(match e {
+                CallError::Http { status, message } => format!("{tool}: HTTP {status}: {message}"),
+                other => format!("{tool}: {other:?}"),
+            })
+        })
+    }
+
+    /// The text of a successful result; an error result fails the test with its message.
+    pub async fn text(&self, tool: &str, args: Value) -> Result<String> {
+        match self.command(tool, args.clone()).await?.outcome {
+            Outcome::Result { result } => Ok(result.joined_text()),
+            Outcome::Error { error } => Err(Error::new(format!("{tool} {args} failed: {error}"))),
+        }
+    }
+
+    /// The error message of a result that must be an error.
+    pub async fn error(&self, tool: &str, args: Value) -> Result<String> {
+        match self.command(tool, args.clone()).await?.outcome {
+            Outcome::Error { error } => Ok(error),
+            Outcome::Result { result } => Err(Error::new(format!(
+                "{tool} {args} should have failed but returned: {}",
+                result.joined_text()
+            ))),
+        }
+    }
+
+    /// `GET /status`.
+    pub async fn status(&self) -> Result<Value> {
+        let url = format!("{}/status", self.http_url());
+        let token = self.token.clone();
+        tokio::task::spawn_blocking(move || -> Result<Value> {
+            let mut response = ureq::get(&url)
+                .header("Authorization", format!("Bearer {token}"))
+                .call()
+                .map_err(|e| Error::new(format!("GET /status: {e}")))?;
+            let body = response
+                .body_mut()
+                .read_to_string()
+                .map_err(|e| Error::new(format!("GET /status body: {e}")))?;
+            Ok(serde_json::from_str(&body)?)
+        })
+        .await
+        .map_err(|e| Error::new(format!("the status task failed: {e}")))?
+    }
+
+    /// Number of browsers connected now.
+    pub async fn browsers(&self) -> Result<usize> {
+        Ok(self.status().await?["browsers"]
+            .as_array()
+            .map_or(0, Vec::len))
+    }
+
+    /// Waits until `n` browsers are connected; the time it took.
+    pub async fn wait_browsers(&self, n: usize, timeout: Duration) -> Result<Duration> {
+        let start = Instant::now();
+        loop {
+            if self.browsers().await? == n {
+                return Ok(start.elapsed());
+            }
+            if start.elapsed() > timeout {
+                return Err(Error::new(format!(
+                    "the server did not see {n} browser(s) within {timeout:?}: {}",
+                    self.status().await?
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+/// The image blocks of a result.
+pub fn images(result: &CommandResult) -> Vec<(&str, &str)> {
+    match &result.outcome {
+        Outcome::Result { result } => result
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::Image { data, mime_type } => Some((data.as_str(), mime_type.as_str())),
+                ContentBlock::Text { .. } => None,
+            })
+            .collect(),
+        Outcome::Error { .. } => Vec::new(),
+    }
+}
+
+fn rand_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(Instant::now().elapsed().as_nanos());
+    h.finish()
+}

@@ -1,0 +1,264 @@
+//! The foundation, end to end: the built extension in headless Chromium, configured through its
+//! Options page like a user does, driven through the real server's command API.
+
+use base64::Engine;
+use browser_operator_e2e::{images, Backend, Browser, BrowserOptions, FixtureServer, Result};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+const CONNECT: Duration = Duration::from_secs(20);
+
+/// A browser with the extension connected to a fresh server.
+async fn connected() -> Result<(FixtureServer, Backend, Browser)> {
+    browser_operator_e2e::init();
+    let fixtures = FixtureServer::start();
+    let backend = Backend::start().await?;
+    let browser = Browser::launch(BrowserOptions::default()).await?;
+    browser
+        .configure_extension(&backend.ws_url(), backend.token(), None)
+        .await?;
+    backend.wait_browsers(1, CONNECT).await?;
+    browser.wait_status("connected", CONNECT).await?;
+    Ok((fixtures, backend, browser))
+}
+
+/// The JSON first line of a tabs_context_mcp result.
+fn context(text: &str) -> Value {
+    serde_json::from_str(text.lines().next().unwrap_or("")).expect("first line is JSON")
+}
+
+fn first_tab(ctx: &Value) -> i64 {
+    ctx["availableTabs"][0]["tabId"].as_i64().expect("a tab id")
+}
+
+#[tokio::test]
+async fn a_backend_drives_a_tab_in_the_automation_group() -> Result<()> {
+    let (fixtures, backend, _browser) = connected().await?;
+
+    let text = backend.text("tabs_context_mcp", json!({})).await?;
+    assert_eq!(text, "No automation tab group exists. Use createIfEmpty: true to create one.");
+
+    let ctx = context(&backend.text("tabs_context_mcp", json!({"createIfEmpty": true})).await?);
+    assert_eq!(ctx["availableTabs"].as_array().map(Vec::len), Some(1), "{ctx}");
+    let group = ctx["tabGroupId"].as_i64().expect("group id");
+    let tab = first_tab(&ctx);
+    // Asking again finds the same group instead of making another.
+    let again = context(&backend.text("tabs_context_mcp", json!({"createIfEmpty": true})).await?);
+    assert_eq!(again["tabGroupId"].as_i64(), Some(group));
+
+    let url = fixtures.url("hello.html");
+    let nav = backend.text("navigate", json!({"tabId": tab, "url": url})).await?;
+    assert_eq!(nav, format!("Navigated to {url}"));
+    let title = backend
+        .text("javascript_tool", json!({"tabId": tab, "text": "document.title"}))
+        .await?;
+    assert_eq!(title, "Fixture: hello");
+
+    // REPL semantics: top-level await, last expression, objects as JSON, errors with their line.
+    let v = backend
+        .text("javascript_tool", json!({"tabId": tab, "text": "const a = await Promise.resolve(20);\na + 22"}))
+        .await?;
+    assert_eq!(v, "42");
+    let v = backend
+        .text("javascript_tool", json!({"tabId": tab, "text": "({n: 1, list: [1, 'two'], el: document.body})"}))
+        .await?;
+    let parsed: Value = serde_json::from_str(&v).expect("JSON");
+    assert_eq!(parsed, json!({"n": 1, "list": [1, "two"], "el": "[body]"}));
+    let e = backend
+        .error("javascript_tool", json!({"tabId": tab, "text": "1;\nnope.x"}))
+        .await?;
+    assert!(e.contains("ReferenceError: nope is not defined") && e.contains("line 2"), "{e}");
+
+    // The screenshot is an image of the viewport's size.
+    let shot = backend
+        .command("computer", json!({"tabId": tab, "action": "screenshot"}))
+        .await?;
+    let imgs = images(&shot);
+    assert_eq!(imgs.len(), 1, "{shot:?}");
+    assert_eq!(imgs[0].1, "image/png");
+    let png = base64::engine::general_purpose::STANDARD
+        .decode(imgs[0].0)
+        .expect("base64");
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    let (w, h) = (
+        u32::from_be_bytes(png[16..20].try_into().unwrap()),
+        u32::from_be_bytes(png[20..24].try_into().unwrap()),
+    );
+    let viewport = backend
+        .text("javascript_tool", json!({"tabId": tab, "text": "[innerWidth, innerHeight]"}))
+        .await?;
+    let viewport: Vec<u32> = serde_json::from_str(&viewport).expect("viewport");
+    assert_eq!(vec![w, h], viewport);
+
+    // A second tab joins the group.
+    let created = backend.text("tabs_create_mcp", json!({})).await?;
+    let new_tab: i64 = created
+        .strip_prefix("Created new tab. Tab ID: ")
+        .and_then(|r| r.lines().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{created}"));
+    let ctx = context(&backend.text("tabs_context_mcp", json!({})).await?);
+    let ids: Vec<i64> = ctx["availableTabs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["tabId"].as_i64())
+        .collect();
+    assert_eq!(ids.len(), 2);
+    assert!(ids.contains(&tab) && ids.contains(&new_tab), "{ids:?}");
+    let closed = backend.text("tabs_close_mcp", json!({"tabId": new_tab})).await?;
+    assert!(closed.starts_with(&format!("Closed tab {new_tab}.")), "{closed}");
+
+    // History.
+    backend
+        .text("navigate", json!({"tabId": tab, "url": fixtures.url("index.html")}))
+        .await?;
+    let back = backend.text("navigate", json!({"tabId": tab, "url": "back"})).await?;
+    assert_eq!(back, format!("Navigated to {url}"));
+    Ok(())
+}
+
+#[tokio::test]
+async fn bad_commands_get_clear_errors_and_the_extension_keeps_serving() -> Result<()> {
+    let (fixtures, backend, browser) = connected().await?;
+    let ctx = context(&backend.text("tabs_context_mcp", json!({"createIfEmpty": true})).await?);
+    let tab = first_tab(&ctx);
+
+    assert_eq!(backend.error("fly_to_moon", json!({})).await?, "Unknown tool: fly_to_moon");
+    assert_eq!(
+        backend.error("navigate", json!({"url": "x"})).await?,
+        "Missing required argument `tabId` (integer)."
+    );
+    let e = backend.error("navigate", json!({"tabId": "one", "url": "x"})).await?;
+    assert!(e.contains("`tabId`") && e.contains("integer"), "{e}");
+    let e = backend
+        .error("computer", json!({"tabId": tab, "action": "fly"}))
+        .await?;
+    assert!(e.contains("`action`"), "{e}");
+    let e = backend
+        .error("navigate", json!({"tabId": tab, "url": "chrome://settings"}))
+        .await?;
+    assert!(e.contains("Cannot navigate to chrome://settings"), "{e}");
+    let e = backend.error("navigate", json!({"tabId": 999999, "url": "x"})).await?;
+    assert!(e.contains("Tab 999999 does not exist") && e.contains(&tab.to_string()), "{e}");
+
+    // A tab the user opened outside the group is refused, naming the valid ids.
+    let outside = browser.open_page(&fixtures.url("hello.html")).await?;
+    let worker = browser.worker().await?;
+    let outside_ids = worker
+        .eval("chrome.tabs.query({}).then(ts => ts.filter(t => t.groupId === -1).map(t => t.id))")
+        .await?;
+    worker.detach().await?;
+    let outside_id = outside_ids[0].as_i64().expect("a tab outside the group");
+    let e = backend
+        .error("javascript_tool", json!({"tabId": outside_id, "text": "document.title"}))
+        .await?;
+    assert_eq!(
+        e,
+        format!("Tab {outside_id} is not in the automation tab group. Valid tab ids: {tab}. Call tabs_context_mcp to list them.")
+    );
+    let title = outside.eval("document.title").await?;
+    assert_eq!(title, "Fixture: hello", "the refused tab was not touched");
+
+    // Still serving.
+    backend
+        .text("navigate", json!({"tabId": tab, "url": fixtures.url("hello.html")}))
+        .await?;
+    let title = backend
+        .text("javascript_tool", json!({"tabId": tab, "text": "document.title"}))
+        .await?;
+    assert_eq!(title, "Fixture: hello");
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_rejected_token_is_cleared_and_never_retried() -> Result<()> {
+    browser_operator_e2e::init();
+    let backend = Backend::start().await?;
+    let browser = Browser::launch(BrowserOptions::default()).await?;
+    browser
+        .configure_extension(&backend.ws_url(), "not-the-token", None)
+        .await?;
+    let status = browser.wait_status("error", CONNECT).await?;
+    assert!(status.contains("rejected the token"), "{status}");
+    let options = browser.options_page().await?;
+    assert_eq!(options.eval("document.querySelector('#token').value").await?, "");
+    options.close().await?;
+    let seen = backend.status().await?;
+    assert_eq!(seen["authFailures"], 1, "{seen}");
+    let attempts = seen["wsConnections"].clone();
+    // Longer than one alarm period (30 s): no further attempt reaches the server.
+    tokio::time::sleep(Duration::from_secs(40)).await;
+    let seen = backend.status().await?;
+    assert_eq!(seen["wsConnections"], attempts, "{seen}");
+    assert_eq!(seen["authFailures"], 1, "{seen}");
+
+    // Giving the right token connects again.
+    browser
+        .configure_extension(&backend.ws_url(), backend.token(), None)
+        .await?;
+    backend.wait_browsers(1, CONNECT).await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_extension_reconnects_after_the_server_restarts() -> Result<()> {
+    let (_fixtures, mut backend, browser) = connected().await?;
+    backend.stop().await;
+    let status = browser.wait_status("error", CONNECT).await?;
+    assert!(status.contains("Retrying"), "{status}");
+    backend.start_again().await?;
+    backend.wait_browsers(1, Duration::from_secs(40)).await?;
+    let text = backend
+        .text("tabs_context_mcp", json!({"createIfEmpty": true}))
+        .await?;
+    assert!(text.contains("availableTabs"), "{text}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_stopped_worker_comes_back_connected_and_finds_its_group() -> Result<()> {
+    let (_fixtures, backend, browser) = connected().await?;
+    let ctx = context(&backend.text("tabs_context_mcp", json!({"createIfEmpty": true})).await?);
+    let group = ctx["tabGroupId"].as_i64();
+
+    browser.stop_worker().await?;
+    backend.wait_browsers(0, Duration::from_secs(10)).await?;
+    // Nothing wakes the worker but its alarm (30 s period).
+    backend.wait_browsers(1, Duration::from_secs(60)).await?;
+
+    let after = context(&backend.text("tabs_context_mcp", json!({})).await?);
+    assert_eq!(after["tabGroupId"].as_i64(), group, "{after}");
+    assert_eq!(after["availableTabs"], ctx["availableTabs"]);
+    Ok(())
+}
+
+#[tokio::test]
+async fn options_validates_next_to_the_field_and_disconnect_sticks() -> Result<()> {
+    let (_fixtures, backend, browser) = connected().await?;
+    let page = browser.options_page().await?;
+
+    // The token is masked until revealed.
+    assert_eq!(page.eval("document.querySelector('#token').type").await?, "password");
+    page.click("#reveal").await?;
+    assert_eq!(page.eval("document.querySelector('#token').type").await?, "text");
+    assert_eq!(page.eval("document.querySelector('#token').value").await?, backend.token());
+
+    // A wrong kind of URL: the message sits next to the field, nothing is saved.
+    page.type_into("#serverUrl", "http://127.0.0.1:1").await?;
+    page.click("#save").await?;
+    page.wait_for("document.querySelector('#serverUrl-error').textContent !== ''", CONNECT)
+        .await?;
+    let msg = page.eval("document.querySelector('#serverUrl-error').textContent").await?;
+    assert!(msg.as_str().unwrap_or("").contains("ws://"), "{msg}");
+    assert_eq!(backend.browsers().await?, 1, "still connected with the saved config");
+
+    // Disconnect sticks: the server sees the browser leave and no attempt follows.
+    page.click("#disconnect").await?;
+    page.wait_status("disconnected", CONNECT).await?;
+    backend.wait_browsers(0, CONNECT).await?;
+    let attempts = backend.status().await?["wsConnections"].clone();
+    tokio::time::sleep(Duration::from_secs(35)).await;
+    assert_eq!(backend.status().await?["wsConnections"], attempts);
+    Ok(())
+}
