@@ -152,7 +152,9 @@ pub fn images(result: &CommandResult) -> Vec<(&str, &str)> {
             .content
             .iter()
             .filter_map(|b| match b {
-                ContentBlock::Image { data, mime_type } => Some((data.as_str(), mime_type.as_str())),
+                ContentBlock::Image { data, mime_type } => {
+                    Some((data.as_str(), mime_type.as_str()))
+                }
                 ContentBlock::Text { .. } => None,
             })
             .collect(),

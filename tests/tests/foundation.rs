@@ -36,38 +36,70 @@ async fn a_backend_drives_a_tab_in_the_automation_group() -> Result<()> {
     let (fixtures, backend, _browser) = connected().await?;
 
     let text = backend.text("tabs_context_mcp", json!({})).await?;
-    assert_eq!(text, "No automation tab group exists. Use createIfEmpty: true to create one.");
+    assert_eq!(
+        text,
+        "No automation tab group exists. Use createIfEmpty: true to create one."
+    );
 
-    let ctx = context(&backend.text("tabs_context_mcp", json!({"createIfEmpty": true})).await?);
-    assert_eq!(ctx["availableTabs"].as_array().map(Vec::len), Some(1), "{ctx}");
+    let ctx = context(
+        &backend
+            .text("tabs_context_mcp", json!({"createIfEmpty": true}))
+            .await?,
+    );
+    assert_eq!(
+        ctx["availableTabs"].as_array().map(Vec::len),
+        Some(1),
+        "{ctx}"
+    );
     let group = ctx["tabGroupId"].as_i64().expect("group id");
     let tab = first_tab(&ctx);
     // Asking again finds the same group instead of making another.
-    let again = context(&backend.text("tabs_context_mcp", json!({"createIfEmpty": true})).await?);
+    let again = context(
+        &backend
+            .text("tabs_context_mcp", json!({"createIfEmpty": true}))
+            .await?,
+    );
     assert_eq!(again["tabGroupId"].as_i64(), Some(group));
 
     let url = fixtures.url("hello.html");
-    let nav = backend.text("navigate", json!({"tabId": tab, "url": url})).await?;
+    let nav = backend
+        .text("navigate", json!({"tabId": tab, "url": url}))
+        .await?;
     assert_eq!(nav, format!("Navigated to {url}"));
     let title = backend
-        .text("javascript_tool", json!({"tabId": tab, "text": "document.title"}))
+        .text(
+            "javascript_tool",
+            json!({"tabId": tab, "text": "document.title"}),
+        )
         .await?;
     assert_eq!(title, "Fixture: hello");
 
     // REPL semantics: top-level await, last expression, objects as JSON, errors with their line.
     let v = backend
-        .text("javascript_tool", json!({"tabId": tab, "text": "const a = await Promise.resolve(20);\na + 22"}))
+        .text(
+            "javascript_tool",
+            json!({"tabId": tab, "text": "const a = await Promise.resolve(20);\na + 22"}),
+        )
         .await?;
     assert_eq!(v, "42");
     let v = backend
-        .text("javascript_tool", json!({"tabId": tab, "text": "({n: 1, list: [1, 'two'], el: document.body})"}))
+        .text(
+            "javascript_tool",
+            json!({"tabId": tab, "text": "({n: 1, list: [1, 'two'], el: document.body})"}),
+        )
         .await?;
     let parsed: Value = serde_json::from_str(&v).expect("JSON");
     assert_eq!(parsed, json!({"n": 1, "list": [1, "two"], "el": "[body]"}));
     let e = backend
-        .error("javascript_tool", json!({"tabId": tab, "text": "1;\nnope.x"}))
+        .error(
+            "javascript_tool",
+            json!({"tabId": tab, "text": "1;\nnope.x"}),
+        )
         .await?;
-    assert!(e.contains("ReferenceError: nope is not defined") && e.contains("line 2"), "{e}");
+    assert!(
+        e.contains("ReferenceError: nope is not defined") && e.contains("line 2"),
+        "{e}"
+    );
 
     // The screenshot is an image of the viewport's size.
     let shot = backend
@@ -85,7 +117,10 @@ async fn a_backend_drives_a_tab_in_the_automation_group() -> Result<()> {
         u32::from_be_bytes(png[20..24].try_into().unwrap()),
     );
     let viewport = backend
-        .text("javascript_tool", json!({"tabId": tab, "text": "[innerWidth, innerHeight]"}))
+        .text(
+            "javascript_tool",
+            json!({"tabId": tab, "text": "[innerWidth, innerHeight]"}),
+        )
         .await?;
     let viewport: Vec<u32> = serde_json::from_str(&viewport).expect("viewport");
     assert_eq!(vec![w, h], viewport);
@@ -106,14 +141,24 @@ async fn a_backend_drives_a_tab_in_the_automation_group() -> Result<()> {
         .collect();
     assert_eq!(ids.len(), 2);
     assert!(ids.contains(&tab) && ids.contains(&new_tab), "{ids:?}");
-    let closed = backend.text("tabs_close_mcp", json!({"tabId": new_tab})).await?;
-    assert!(closed.starts_with(&format!("Closed tab {new_tab}.")), "{closed}");
+    let closed = backend
+        .text("tabs_close_mcp", json!({"tabId": new_tab}))
+        .await?;
+    assert!(
+        closed.starts_with(&format!("Closed tab {new_tab}.")),
+        "{closed}"
+    );
 
     // History.
     backend
-        .text("navigate", json!({"tabId": tab, "url": fixtures.url("index.html")}))
+        .text(
+            "navigate",
+            json!({"tabId": tab, "url": fixtures.url("index.html")}),
+        )
         .await?;
-    let back = backend.text("navigate", json!({"tabId": tab, "url": "back"})).await?;
+    let back = backend
+        .text("navigate", json!({"tabId": tab, "url": "back"}))
+        .await?;
     assert_eq!(back, format!("Navigated to {url}"));
     Ok(())
 }
@@ -121,26 +166,43 @@ async fn a_backend_drives_a_tab_in_the_automation_group() -> Result<()> {
 #[tokio::test]
 async fn bad_commands_get_clear_errors_and_the_extension_keeps_serving() -> Result<()> {
     let (fixtures, backend, browser) = connected().await?;
-    let ctx = context(&backend.text("tabs_context_mcp", json!({"createIfEmpty": true})).await?);
+    let ctx = context(
+        &backend
+            .text("tabs_context_mcp", json!({"createIfEmpty": true}))
+            .await?,
+    );
     let tab = first_tab(&ctx);
 
-    assert_eq!(backend.error("fly_to_moon", json!({})).await?, "Unknown tool: fly_to_moon");
+    assert_eq!(
+        backend.error("fly_to_moon", json!({})).await?,
+        "Unknown tool: fly_to_moon"
+    );
     assert_eq!(
         backend.error("navigate", json!({"url": "x"})).await?,
         "Missing required argument `tabId` (integer)."
     );
-    let e = backend.error("navigate", json!({"tabId": "one", "url": "x"})).await?;
+    let e = backend
+        .error("navigate", json!({"tabId": "one", "url": "x"}))
+        .await?;
     assert!(e.contains("`tabId`") && e.contains("integer"), "{e}");
     let e = backend
         .error("computer", json!({"tabId": tab, "action": "fly"}))
         .await?;
     assert!(e.contains("`action`"), "{e}");
     let e = backend
-        .error("navigate", json!({"tabId": tab, "url": "chrome://settings"}))
+        .error(
+            "navigate",
+            json!({"tabId": tab, "url": "chrome://settings"}),
+        )
         .await?;
     assert!(e.contains("Cannot navigate to chrome://settings"), "{e}");
-    let e = backend.error("navigate", json!({"tabId": 999999, "url": "x"})).await?;
-    assert!(e.contains("Tab 999999 does not exist") && e.contains(&tab.to_string()), "{e}");
+    let e = backend
+        .error("navigate", json!({"tabId": 999999, "url": "x"}))
+        .await?;
+    assert!(
+        e.contains("Tab 999999 does not exist") && e.contains(&tab.to_string()),
+        "{e}"
+    );
 
     // A tab the user opened outside the group is refused, naming the valid ids.
     let outside = browser.open_page(&fixtures.url("hello.html")).await?;
@@ -151,7 +213,10 @@ async fn bad_commands_get_clear_errors_and_the_extension_keeps_serving() -> Resu
     worker.detach().await?;
     let outside_id = outside_ids[0].as_i64().expect("a tab outside the group");
     let e = backend
-        .error("javascript_tool", json!({"tabId": outside_id, "text": "document.title"}))
+        .error(
+            "javascript_tool",
+            json!({"tabId": outside_id, "text": "document.title"}),
+        )
         .await?;
     assert_eq!(
         e,
@@ -162,10 +227,16 @@ async fn bad_commands_get_clear_errors_and_the_extension_keeps_serving() -> Resu
 
     // Still serving.
     backend
-        .text("navigate", json!({"tabId": tab, "url": fixtures.url("hello.html")}))
+        .text(
+            "navigate",
+            json!({"tabId": tab, "url": fixtures.url("hello.html")}),
+        )
         .await?;
     let title = backend
-        .text("javascript_tool", json!({"tabId": tab, "text": "document.title"}))
+        .text(
+            "javascript_tool",
+            json!({"tabId": tab, "text": "document.title"}),
+        )
         .await?;
     assert_eq!(title, "Fixture: hello");
     Ok(())
@@ -182,7 +253,12 @@ async fn a_rejected_token_is_cleared_and_never_retried() -> Result<()> {
     let status = browser.wait_status("error", CONNECT).await?;
     assert!(status.contains("rejected the token"), "{status}");
     let options = browser.options_page().await?;
-    assert_eq!(options.eval("document.querySelector('#token').value").await?, "");
+    assert_eq!(
+        options
+            .eval("document.querySelector('#token').value")
+            .await?,
+        ""
+    );
     options.close().await?;
     let seen = backend.status().await?;
     assert_eq!(seen["authFailures"], 1, "{seen}");
@@ -219,7 +295,11 @@ async fn the_extension_reconnects_after_the_server_restarts() -> Result<()> {
 #[tokio::test]
 async fn a_stopped_worker_comes_back_connected_and_finds_its_group() -> Result<()> {
     let (_fixtures, backend, browser) = connected().await?;
-    let ctx = context(&backend.text("tabs_context_mcp", json!({"createIfEmpty": true})).await?);
+    let ctx = context(
+        &backend
+            .text("tabs_context_mcp", json!({"createIfEmpty": true}))
+            .await?,
+    );
     let group = ctx["tabGroupId"].as_i64();
 
     browser.stop_worker().await?;
@@ -239,19 +319,37 @@ async fn options_validates_next_to_the_field_and_disconnect_sticks() -> Result<(
     let page = browser.options_page().await?;
 
     // The token is masked until revealed.
-    assert_eq!(page.eval("document.querySelector('#token').type").await?, "password");
+    assert_eq!(
+        page.eval("document.querySelector('#token').type").await?,
+        "password"
+    );
     page.click("#reveal").await?;
-    assert_eq!(page.eval("document.querySelector('#token').type").await?, "text");
-    assert_eq!(page.eval("document.querySelector('#token').value").await?, backend.token());
+    assert_eq!(
+        page.eval("document.querySelector('#token').type").await?,
+        "text"
+    );
+    assert_eq!(
+        page.eval("document.querySelector('#token').value").await?,
+        backend.token()
+    );
 
     // A wrong kind of URL: the message sits next to the field, nothing is saved.
     page.type_into("#serverUrl", "http://127.0.0.1:1").await?;
     page.click("#save").await?;
-    page.wait_for("document.querySelector('#serverUrl-error').textContent !== ''", CONNECT)
+    page.wait_for(
+        "document.querySelector('#serverUrl-error').textContent !== ''",
+        CONNECT,
+    )
+    .await?;
+    let msg = page
+        .eval("document.querySelector('#serverUrl-error').textContent")
         .await?;
-    let msg = page.eval("document.querySelector('#serverUrl-error').textContent").await?;
     assert!(msg.as_str().unwrap_or("").contains("ws://"), "{msg}");
-    assert_eq!(backend.browsers().await?, 1, "still connected with the saved config");
+    assert_eq!(
+        backend.browsers().await?,
+        1,
+        "still connected with the saved config"
+    );
 
     // Disconnect sticks: the server sees the browser leave and no attempt follows.
     page.click("#disconnect").await?;

@@ -104,7 +104,11 @@ impl ConnectionConfig {
                 format!("The token is longer than {MAX_TOKEN_LEN} characters."),
             ));
         }
-        if self.token.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        if self
+            .token
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control())
+        {
             return Err(err(
                 "token",
                 "The token contains spaces or line breaks; paste it again as one word.",
@@ -118,7 +122,9 @@ impl ConnectionConfig {
             ("resultPath", &self.result_path),
         ] {
             if let Some(p) = path {
-                if !p.starts_with('/') || p.len() > MAX_URL_LEN || p.chars().any(char::is_whitespace)
+                if !p.starts_with('/')
+                    || p.len() > MAX_URL_LEN
+                    || p.chars().any(char::is_whitespace)
                 {
                     return Err(err(field, "A path starts with '/' and has no spaces."));
                 }
@@ -299,8 +305,9 @@ mod tests {
 
     #[test]
     fn unknown_transport_is_rejected() {
-        let r: Result<ConnectionConfig, _> =
-            serde_json::from_value(json!({"transport": "carrier-pigeon", "serverUrl": "x", "token": "t"}));
+        let r: Result<ConnectionConfig, _> = serde_json::from_value(
+            json!({"transport": "carrier-pigeon", "serverUrl": "x", "token": "t"}),
+        );
         assert!(r.is_err());
     }
 }

@@ -86,10 +86,13 @@ mod tests {
         );
         extension(json!({"type": "auth", "token": "t"}));
         assert_eq!(server(json!({"type": "auth_ok"})), ServerFrame::AuthOk);
-        let cmd = server(json!({"type": "command", "id": "1", "tool": "navigate", "args": {"url": "x"}}));
+        let cmd =
+            server(json!({"type": "command", "id": "1", "tool": "navigate", "args": {"url": "x"}}));
         assert!(matches!(cmd, ServerFrame::Command { ref tool, .. } if tool == "navigate"));
         server(json!({"type": "error", "message": "string"}));
-        let r = extension(json!({"type": "result", "commandId": "1", "result": {"content": [{"type": "text", "text": "ok"}]}}));
+        let r = extension(
+            json!({"type": "result", "commandId": "1", "result": {"content": [{"type": "text", "text": "ok"}]}}),
+        );
         assert_eq!(
             r,
             ExtensionFrame::Result {

@@ -109,7 +109,9 @@ mod tests {
 
     #[test]
     fn command_example_round_trips() {
-        let c: Command = round_trip(json!({"id": "c1", "tool": "navigate", "args": {"url": "https://example.com", "tabId": 7}}));
+        let c: Command = round_trip(
+            json!({"id": "c1", "tool": "navigate", "args": {"url": "https://example.com", "tabId": 7}}),
+        );
         assert_eq!(c.tool, "navigate");
         assert_eq!(c.args["tabId"], 7);
     }
@@ -127,7 +129,8 @@ mod tests {
             {"type": "image", "data": "aGk=", "mimeType": "image/jpeg"}
         ]}}));
         assert!(matches!(ok.outcome, Outcome::Result { ref result } if result.content.len() == 2));
-        let err: CommandResult = round_trip(json!({"commandId": "c2", "error": "Unknown tool: nope"}));
+        let err: CommandResult =
+            round_trip(json!({"commandId": "c2", "error": "Unknown tool: nope"}));
         assert_eq!(err, CommandResult::error("c2", "Unknown tool: nope"));
     }
 

@@ -37,11 +37,19 @@ fn check_object(schema: &Value, obj: &Map<String, Value>, prefix: &str) -> Resul
 }
 
 fn check_value(schema: &Value, v: &Value, path: &str) -> Result<(), String> {
-    let bad = |rule: String| Err(format!("Invalid argument `{path}`: {rule}, got {}.", shown(v)));
+    let bad = |rule: String| {
+        Err(format!(
+            "Invalid argument `{path}`: {rule}, got {}.",
+            shown(v)
+        ))
+    };
     if let Some(types) = schema.get("type") {
         let ok = match types {
             Value::String(t) => type_matches(t, v),
-            Value::Array(ts) => ts.iter().filter_map(Value::as_str).any(|t| type_matches(t, v)),
+            Value::Array(ts) => ts
+                .iter()
+                .filter_map(Value::as_str)
+                .any(|t| type_matches(t, v)),
             _ => true,
         };
         if !ok {
@@ -160,7 +168,11 @@ mod tests {
 
     #[test]
     fn accepts_valid_args_and_ignores_extras() {
-        check_args(&schema(), &args(json!({"tabId": 3, "action": "screenshot", "extra": 1}))).unwrap();
+        check_args(
+            &schema(),
+            &args(json!({"tabId": 3, "action": "screenshot", "extra": 1})),
+        )
+        .unwrap();
         check_args(&schema(), &args(json!({"tabId": 3.0, "action": "left_click", "coordinate": [1, 2.5], "value": true}))).unwrap();
     }
 
@@ -168,19 +180,43 @@ mod tests {
     fn messages_name_the_argument_and_rule() {
         let e = check_args(&schema(), &args(json!({"action": "screenshot"}))).unwrap_err();
         assert_eq!(e, "Missing required argument `tabId` (integer).");
-        let e = check_args(&schema(), &args(json!({"tabId": "3", "action": "screenshot"}))).unwrap_err();
+        let e = check_args(
+            &schema(),
+            &args(json!({"tabId": "3", "action": "screenshot"})),
+        )
+        .unwrap_err();
         assert_eq!(e, "Invalid argument `tabId`: expected integer, got \"3\".");
-        let e = check_args(&schema(), &args(json!({"tabId": 1.5, "action": "screenshot"}))).unwrap_err();
+        let e = check_args(
+            &schema(),
+            &args(json!({"tabId": 1.5, "action": "screenshot"})),
+        )
+        .unwrap_err();
         assert!(e.contains("`tabId`"), "{e}");
         let e = check_args(&schema(), &args(json!({"tabId": 1, "action": "fly"}))).unwrap_err();
         assert_eq!(e, "Invalid argument `action`: must be one of \"screenshot\", \"left_click\", got \"fly\".");
-        let e = check_args(&schema(), &args(json!({"tabId": 1, "action": "screenshot", "repeat": 0}))).unwrap_err();
+        let e = check_args(
+            &schema(),
+            &args(json!({"tabId": 1, "action": "screenshot", "repeat": 0})),
+        )
+        .unwrap_err();
         assert!(e.contains("`repeat`: must be at least 1"), "{e}");
-        let e = check_args(&schema(), &args(json!({"tabId": 1, "action": "screenshot", "coordinate": [1]}))).unwrap_err();
+        let e = check_args(
+            &schema(),
+            &args(json!({"tabId": 1, "action": "screenshot", "coordinate": [1]})),
+        )
+        .unwrap_err();
         assert!(e.contains("at least 2 item"), "{e}");
-        let e = check_args(&schema(), &args(json!({"tabId": 1, "action": "screenshot", "coordinate": [1, "a"]}))).unwrap_err();
+        let e = check_args(
+            &schema(),
+            &args(json!({"tabId": 1, "action": "screenshot", "coordinate": [1, "a"]})),
+        )
+        .unwrap_err();
         assert!(e.contains("`coordinate[1]`: expected number"), "{e}");
-        let e = check_args(&schema(), &args(json!({"tabId": 1, "action": "screenshot", "value": []}))).unwrap_err();
+        let e = check_args(
+            &schema(),
+            &args(json!({"tabId": 1, "action": "screenshot", "value": []})),
+        )
+        .unwrap_err();
         assert!(e.contains("string or boolean or number"), "{e}");
     }
 }

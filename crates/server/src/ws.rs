@@ -7,7 +7,9 @@ use crate::AppState;
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
 use axum::extract::{ConnectInfo, State};
 use axum::response::Response;
-use protocol::{CommandResult, ExtensionFrame, ServerFrame, CLOSE_TARGET_TAKEN, CLOSE_UNAUTHORIZED};
+use protocol::{
+    CommandResult, ExtensionFrame, ServerFrame, CLOSE_TARGET_TAKEN, CLOSE_UNAUTHORIZED,
+};
 use std::net::SocketAddr;
 use std::time::Duration;
 use tokio::sync::mpsc;

@@ -25,7 +25,9 @@ mod tests {
     fn brand_json_parses() {
         let b: super::Brand = serde_json::from_str(super::BRAND_JSON).expect("brand.json is valid");
         assert!(!b.group_title.is_empty());
-        assert!(["grey", "blue", "red", "yellow", "green", "pink", "purple", "cyan", "orange"]
-            .contains(&b.group_color.as_str()));
+        assert!(
+            ["grey", "blue", "red", "yellow", "green", "pink", "purple", "cyan", "orange"]
+                .contains(&b.group_color.as_str())
+        );
     }
 }

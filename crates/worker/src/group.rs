@@ -83,7 +83,11 @@ pub async fn check_tab(tab_id: i32) -> Result<Tab, String> {
             .collect::<Vec<_>>(),
         None => Vec::new(),
     };
-    let why = if tab.is_none() { "does not exist" } else { "is not in the automation tab group" };
+    let why = if tab.is_none() {
+        "does not exist"
+    } else {
+        "is not in the automation tab group"
+    };
     Err(if valid.is_empty() {
         format!("Tab {tab_id} {why}, and there is no automation tab group yet. Call tabs_context_mcp with createIfEmpty: true first.")
     } else {

@@ -40,12 +40,19 @@ pub async fn sleep_ms(ms: u32) {
 }
 
 /// Runs `fut` for at most `ms`; past that, an error that names the step that timed out.
-pub async fn with_timeout<T>(ms: u32, step: &str, fut: impl Future<Output = T>) -> Result<T, String> {
+pub async fn with_timeout<T>(
+    ms: u32,
+    step: &str,
+    fut: impl Future<Output = T>,
+) -> Result<T, String> {
     let fut = std::pin::pin!(fut);
     let timer = gloo_timers::future::TimeoutFuture::new(ms);
     match select(fut, timer).await {
         Either::Left((v, _)) => Ok(v),
-        Either::Right(_) => Err(format!("{step} timed out after {} s", f64::from(ms) / 1000.0)),
+        Either::Right(_) => Err(format!(
+            "{step} timed out after {} s",
+            f64::from(ms) / 1000.0
+        )),
     }
 }
 

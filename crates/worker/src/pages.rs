@@ -36,8 +36,16 @@ struct Reply<'a> {
 
 fn reply(result: Result<(), ConfigError>) -> JsValue {
     let r = match &result {
-        Ok(()) => Reply { ok: true, field: None, message: None },
-        Err(e) => Reply { ok: false, field: Some(e.field), message: Some(e.message.clone()) },
+        Ok(()) => Reply {
+            ok: true,
+            field: None,
+            message: None,
+        },
+        Err(e) => Reply {
+            ok: false,
+            field: Some(e.field),
+            message: Some(e.message.clone()),
+        },
     };
     to_js(&r).unwrap_or(JsValue::NULL)
 }
@@ -62,7 +70,12 @@ pub async fn handle(message: JsValue, sender: JsValue) -> JsValue {
     }
     let request: Request = match from_js(message) {
         Ok(r) => r,
-        Err(e) => return reply(Err(ConfigError { field: "request", message: e })),
+        Err(e) => {
+            return reply(Err(ConfigError {
+                field: "request",
+                message: e,
+            }))
+        }
     };
     match request {
         Request::GetState => {
@@ -74,9 +87,13 @@ pub async fn handle(message: JsValue, sender: JsValue) -> JsValue {
             to_js(&state).unwrap_or(JsValue::NULL)
         }
         Request::SaveConfig { config } => {
-            let parsed: Result<ConnectionConfig, ConfigError> =
-                serde_json::from_value(config).map_err(|e| ConfigError {
-                    field: if e.to_string().contains("transport") { "transport" } else { "serverUrl" },
+            let parsed: Result<ConnectionConfig, ConfigError> = serde_json::from_value(config)
+                .map_err(|e| ConfigError {
+                    field: if e.to_string().contains("transport") {
+                        "transport"
+                    } else {
+                        "serverUrl"
+                    },
                     message: format!("The settings could not be read: {e}"),
                 });
             match parsed {
@@ -85,11 +102,17 @@ pub async fn handle(message: JsValue, sender: JsValue) -> JsValue {
             }
         }
         Request::Connect => {
-            if session::saved_config().await.is_some_and(|c| c.validate().is_ok()) {
+            if session::saved_config()
+                .await
+                .is_some_and(|c| c.validate().is_ok())
+            {
                 session::set_wanted(true).await;
                 reply(Ok(()))
             } else {
-                reply(Err(ConfigError { field: "token", message: "Enter the server URL and token first.".into() }))
+                reply(Err(ConfigError {
+                    field: "token",
+                    message: "Enter the server URL and token first.".into(),
+                }))
             }
         }
         Request::Disconnect => {

@@ -152,7 +152,11 @@ pub async fn set_wanted(connect: bool) {
         start_loop();
     } else {
         let _ = alarms::clear(ALARM).await;
-        set_status(State::Disconnected, "Disconnected by you. Click Save & connect to connect again.").await;
+        set_status(
+            State::Disconnected,
+            "Disconnected by you. Click Save & connect to connect again.",
+        )
+        .await;
     }
 }
 
@@ -194,7 +198,11 @@ async fn run(gen: u64) {
             with(|s| s.running = false);
             return;
         };
-        set_status(State::Connecting, format!("Connecting to {}…", config.server_url)).await;
+        set_status(
+            State::Connecting,
+            format!("Connecting to {}…", config.server_url),
+        )
+        .await;
         let (tx, rx) = mpsc::unbounded();
         let pending_tx = RefCell::new(Some(tx));
         let ended = transport::websocket::run(&config, rx, || {
@@ -248,7 +256,10 @@ fn on_authenticated(gen: u64, tx: mpsc::UnboundedSender<String>) {
         let _ = tx.unbounded_send(frame);
     }
     spawn_local(async {
-        let url = saved_config().await.map(|c| c.server_url).unwrap_or_default();
+        let url = saved_config()
+            .await
+            .map(|c| c.server_url)
+            .unwrap_or_default();
         set_status(State::Connected, format!("Connected to {url}")).await;
     });
 }
@@ -260,7 +271,11 @@ async fn token_rejected(config: &ConnectionConfig, reason: &str) {
     let _ = storage::set(Area::Local, CONFIG_KEY, &cleared).await;
     let _ = storage::set(Area::Local, WANT_KEY, &false).await;
     let _ = alarms::clear(ALARM).await;
-    let why = if reason.is_empty() { String::new() } else { format!(" ({reason})") };
+    let why = if reason.is_empty() {
+        String::new()
+    } else {
+        format!(" ({reason})")
+    };
     set_status(
         State::Error,
         format!("The server rejected the token{why}. It was cleared: paste a new token and click Save & connect."),

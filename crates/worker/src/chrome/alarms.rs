@@ -32,5 +32,8 @@ pub async fn create_periodic(name: &str, minutes: f64) -> Result<(), String> {
 }
 
 pub async fn clear(name: &str) -> Result<(), String> {
-    clear_alarm(name).await.map(drop).map_err(|e| error_text(&e))
+    clear_alarm(name)
+        .await
+        .map(drop)
+        .map_err(|e| error_text(&e))
 }

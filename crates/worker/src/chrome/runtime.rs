@@ -13,7 +13,10 @@ extern "C" {
 
 /// A cheap extension API call: Chrome counts it as activity and keeps the worker alive.
 pub async fn touch() -> Result<(), String> {
-    get_platform_info().await.map(drop).map_err(|e| error_text(&e))
+    get_platform_info()
+        .await
+        .map(drop)
+        .map_err(|e| error_text(&e))
 }
 
 /// This extension's id.

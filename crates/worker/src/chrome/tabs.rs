@@ -77,7 +77,11 @@ pub struct CreateProperties<'a> {
 }
 
 pub async fn create(props: &CreateProperties<'_>) -> Result<Tab, String> {
-    from_js(create_tab(&to_js(props)?).await.map_err(|e| fail("create", e))?)
+    from_js(
+        create_tab(&to_js(props)?)
+            .await
+            .map_err(|e| fail("create", e))?,
+    )
 }
 
 #[derive(Serialize, Default)]
@@ -98,7 +102,10 @@ pub async fn update(tab_id: i32, props: &UpdateProperties<'_>) -> Result<Tab, St
 }
 
 pub async fn remove(tab_id: i32) -> Result<(), String> {
-    remove_tab(tab_id).await.map(drop).map_err(|e| fail("remove", e))
+    remove_tab(tab_id)
+        .await
+        .map(drop)
+        .map_err(|e| fail("remove", e))
 }
 
 #[derive(Serialize)]

@@ -21,7 +21,9 @@ thread_local! {
 pub async fn run(args: Args) -> Result<ToolResult, String> {
     match args.action.as_str() {
         "screenshot" => screenshot(args.tab_id).await,
-        other => Err(format!("Invalid argument `action`: {other} is not supported")),
+        other => Err(format!(
+            "Invalid argument `action`: {other} is not supported"
+        )),
     }
 }
 
@@ -48,7 +50,8 @@ async fn screenshot(tab_id: i32) -> Result<ToolResult, String> {
         .and_then(Value::as_str)
         .ok_or("Page.captureScreenshot returned no image")?
         .to_string();
-    let (w, h) = png_size(&data).ok_or("Page.captureScreenshot returned an image that is not a PNG")?;
+    let (w, h) =
+        png_size(&data).ok_or("Page.captureScreenshot returned an image that is not a PNG")?;
     let id = NEXT_IMAGE.with(|n| {
         let id = n.get();
         n.set(id + 1);

@@ -47,12 +47,19 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
         Ok(describe_value(tab, out.get("result").unwrap_or(&Value::Null)).await)
     };
     // Objects stay alive in the page until their group is released.
-    let _ = cdp::send(tab, "Runtime.releaseObjectGroup", json!({"objectGroup": GROUP})).await;
+    let _ = cdp::send(
+        tab,
+        "Runtime.releaseObjectGroup",
+        json!({"objectGroup": GROUP}),
+    )
+    .await;
     Ok(ToolResult::text(bounded(text?, MAX_OUTPUT_CHARS)))
 }
 
 fn describe_exception(details: &Value) -> String {
-    let description = details.pointer("/exception/description").and_then(Value::as_str);
+    let description = details
+        .pointer("/exception/description")
+        .and_then(Value::as_str);
     let message = description
         .and_then(|d| d.lines().next())
         .or_else(|| details.get("text").and_then(Value::as_str))
@@ -73,7 +80,10 @@ fn script_line(stack: &str) -> Option<u32> {
 /// A CDP RemoteObject as text: primitives as themselves, DOM nodes and errors by their
 /// description, other objects as JSON.
 async fn describe_value(tab: i32, obj: &Value) -> String {
-    let kind = obj.get("type").and_then(Value::as_str).unwrap_or("undefined");
+    let kind = obj
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("undefined");
     let subtype = obj.get("subtype").and_then(Value::as_str);
     let description = obj.get("description").and_then(Value::as_str);
     if let Some(u) = obj.get("unserializableValue").and_then(Value::as_str) {
@@ -81,14 +91,19 @@ async fn describe_value(tab: i32, obj: &Value) -> String {
     }
     match (kind, subtype) {
         ("undefined", _) => "undefined".into(),
-        ("string", _) => obj.get("value").and_then(Value::as_str).unwrap_or("").to_string(),
+        ("string", _) => obj
+            .get("value")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string(),
         ("number" | "boolean", _) => obj.get("value").map(Value::to_string).unwrap_or_default(),
         ("object", Some("null")) => "null".into(),
-        ("object", Some("node" | "error" | "regexp" | "date")) | ("function" | "symbol" | "bigint", _) => {
-            description.unwrap_or(kind).to_string()
-        }
+        ("object", Some("node" | "error" | "regexp" | "date"))
+        | ("function" | "symbol" | "bigint", _) => description.unwrap_or(kind).to_string(),
         _ => match obj.get("objectId").and_then(Value::as_str) {
-            Some(id) => as_json(tab, id).await.unwrap_or_else(|| description.unwrap_or("Object").to_string()),
+            Some(id) => as_json(tab, id)
+                .await
+                .unwrap_or_else(|| description.unwrap_or("Object").to_string()),
             None => description.unwrap_or("Object").to_string(),
         },
     }
@@ -106,7 +121,9 @@ async fn as_json(tab: i32, object_id: &str) -> Option<String> {
     )
     .await
     .ok()?;
-    out.pointer("/result/value").and_then(Value::as_str).map(str::to_string)
+    out.pointer("/result/value")
+        .and_then(Value::as_str)
+        .map(str::to_string)
 }
 
 #[cfg(test)]
@@ -117,9 +134,15 @@ mod tests {
     #[test]
     fn exceptions_say_message_and_line() {
         let d = json!({"text": "Uncaught", "lineNumber": 0, "exception": {"description": "ReferenceError: nope is not defined\n    at <anonymous>:2:1"}});
-        assert_eq!(describe_exception(&d), "ReferenceError: nope is not defined (line 2)");
+        assert_eq!(
+            describe_exception(&d),
+            "ReferenceError: nope is not defined (line 2)"
+        );
         let thrown = json!({"text": "Uncaught", "exception": {"description": "boom"}});
         assert_eq!(describe_exception(&thrown), "boom");
-        assert_eq!(describe_exception(&json!({"text": "Uncaught SyntaxError: x"})), "Uncaught SyntaxError: x");
+        assert_eq!(
+            describe_exception(&json!({"text": "Uncaught SyntaxError: x"})),
+            "Uncaught SyntaxError: x"
+        );
     }
 }

@@ -54,6 +54,9 @@ mod tests {
     #[test]
     fn bounded_cuts_on_characters() {
         assert_eq!(bounded("abc".into(), 5), "abc");
-        assert_eq!(bounded("héllo".into(), 2), "hé… (truncated: 3 more characters)");
+        assert_eq!(
+            bounded("héllo".into(), 2),
+            "hé… (truncated: 3 more characters)"
+        );
     }
 }

@@ -33,7 +33,12 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
             }
         }
     }
-    let loaded = wait_for_load(tab, &before, args.url.trim() != "back" && args.url.trim() != "forward").await;
+    let loaded = wait_for_load(
+        tab,
+        &before,
+        args.url.trim() != "back" && args.url.trim() != "forward",
+    )
+    .await;
     let url = tabs::get(tab)
         .await
         .ok()
@@ -59,9 +64,21 @@ pub fn normalize_url(url: &str) -> Result<String, String> {
         format!("https://{url}")
     };
     let lower = url.to_ascii_lowercase();
-    let forbidden = ["chrome://", "chrome-extension://", "edge://", "devtools://", "chrome-untrusted://", "view-source:", "javascript:"];
-    let store = ["https://chrome.google.com/webstore", "https://chromewebstore.google.com"];
-    if forbidden.iter().any(|p| lower.starts_with(p)) || store.iter().any(|p| lower.starts_with(p)) {
+    let forbidden = [
+        "chrome://",
+        "chrome-extension://",
+        "edge://",
+        "devtools://",
+        "chrome-untrusted://",
+        "view-source:",
+        "javascript:",
+    ];
+    let store = [
+        "https://chrome.google.com/webstore",
+        "https://chromewebstore.google.com",
+    ];
+    if forbidden.iter().any(|p| lower.starts_with(p)) || store.iter().any(|p| lower.starts_with(p))
+    {
         return Err(format!(
             "Cannot navigate to {url}: Chrome does not let extensions automate browser pages, other extensions or the Web Store. Use an http(s) URL."
         ));
@@ -71,7 +88,10 @@ pub fn normalize_url(url: &str) -> Result<String, String> {
 
 async fn history_step(tab: i32, delta: i64) -> Result<(), String> {
     let history = cdp::send(tab, "Page.getNavigationHistory", json!({})).await?;
-    let current = history.get("currentIndex").and_then(Value::as_i64).unwrap_or(0);
+    let current = history
+        .get("currentIndex")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
     let entries = history
         .get("entries")
         .and_then(Value::as_array)
@@ -89,7 +109,12 @@ async fn history_step(tab: i32, delta: i64) -> Result<(), String> {
                 "There is no next page in this tab's history.".to_string()
             }
         })?;
-    cdp::send(tab, "Page.navigateToHistoryEntry", json!({ "entryId": target })).await?;
+    cdp::send(
+        tab,
+        "Page.navigateToHistoryEntry",
+        json!({ "entryId": target }),
+    )
+    .await?;
     Ok(())
 }
 
@@ -126,15 +151,28 @@ mod tests {
 
     #[test]
     fn bare_hosts_get_https() {
-        assert_eq!(normalize_url("example.com/a").unwrap(), "https://example.com/a");
-        assert_eq!(normalize_url("http://127.0.0.1:9/x").unwrap(), "http://127.0.0.1:9/x");
+        assert_eq!(
+            normalize_url("example.com/a").unwrap(),
+            "https://example.com/a"
+        );
+        assert_eq!(
+            normalize_url("http://127.0.0.1:9/x").unwrap(),
+            "http://127.0.0.1:9/x"
+        );
         assert_eq!(normalize_url("about:blank").unwrap(), "about:blank");
     }
 
     #[test]
     fn browser_pages_are_refused() {
-        for url in ["chrome://settings", "chrome-extension://abc/x.html", "https://chromewebstore.google.com/detail/x"] {
-            assert!(normalize_url(url).unwrap_err().contains("Cannot navigate"), "{url}");
+        for url in [
+            "chrome://settings",
+            "chrome-extension://abc/x.html",
+            "https://chromewebstore.google.com/detail/x",
+        ] {
+            assert!(
+                normalize_url(url).unwrap_err().contains("Cannot navigate"),
+                "{url}"
+            );
         }
     }
 }

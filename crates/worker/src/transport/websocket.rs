@@ -33,7 +33,13 @@ pub async fn run(
         target: config.target.clone(),
     };
     let auth = serde_json::to_string(&auth).unwrap_or_default();
-    match with_timeout(OPEN_TIMEOUT_MS, "Opening the WebSocket", ws.send(Message::Text(auth))).await {
+    match with_timeout(
+        OPEN_TIMEOUT_MS,
+        "Opening the WebSocket",
+        ws.send(Message::Text(auth)),
+    )
+    .await
+    {
         Ok(Ok(())) => {}
         Ok(Err(e)) => {
             return Ended::Lost {
