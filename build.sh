@@ -102,6 +102,7 @@ case "$cmd" in
     ;;
   run)
     setup_rust
+    setup_chromium || true
     build_worker; build_server
     exec "$ROOT/scripts/run.sh" "$PORT"
     ;;

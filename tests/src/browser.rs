@@ -53,6 +53,8 @@ pub struct BrowserOptions {
     pub user_data_dir: Option<PathBuf>,
     /// The unpacked extension to load; default: the repository root.
     pub extension_dir: Option<PathBuf>,
+    /// Run without a window. Default `true`; `./build.sh run` opens a real window when it can.
+    pub headless: bool,
 }
 
 impl Default for BrowserOptions {
@@ -64,6 +66,7 @@ impl Default for BrowserOptions {
             extra_args: Vec::new(),
             user_data_dir: None,
             extension_dir: None,
+            headless: true,
         }
     }
 }
@@ -194,7 +197,7 @@ impl Browser {
         }
 
         let mut args: Vec<String> = [
-            "--headless=new",
+            if opts.headless { "--headless=new" } else { "--new-window" },
             "--no-sandbox",
             "--disable-gpu",
             "--disable-quic",
