@@ -5,6 +5,7 @@
 #   ./build.sh run       build, start the server, open Chromium with the extension connected
 #   ./build.sh test      setup, build, lint, and every test (browser tests included)
 #   ./build.sh lint      cargo fmt --check and clippy (native and wasm32)
+#   ./build.sh bench     every benchmark (tests/src/bin/bench_*.rs), each beside its baseline
 set -euo pipefail
 cd "$(dirname "$0")"
 ROOT=$(pwd)
@@ -100,6 +101,15 @@ case "$cmd" in
     # Browser tests start a Chromium each; two cores hold three comfortably.
     RUST_TEST_THREADS="${RUST_TEST_THREADS:-3}" cargo test --workspace
     ;;
+  bench)
+    setup_rust; setup_chromium
+    build_worker; build_server
+    for b in tests/src/bin/bench_*.rs; do
+      name=$(basename "$b" .rs)
+      say "$name"
+      cargo run -q -p browser-operator-e2e --bin "$name"
+    done
+    ;;
   run)
     setup_rust
     setup_chromium || true
@@ -107,7 +117,7 @@ case "$cmd" in
     exec "$ROOT/scripts/run.sh" "$PORT"
     ;;
   *)
-    sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
     [ "$cmd" = help ] || exit 2
     ;;
 esac

@@ -197,7 +197,11 @@ impl Browser {
         }
 
         let mut args: Vec<String> = [
-            if opts.headless { "--headless=new" } else { "--new-window" },
+            if opts.headless {
+                "--headless=new"
+            } else {
+                "--new-window"
+            },
             "--no-sandbox",
             "--disable-gpu",
             "--disable-quic",

@@ -6,15 +6,31 @@ use crate::chrome::storage::{self, Area};
 use crate::chrome::tab_groups::{self, Look};
 use crate::chrome::tabs::{self, GroupTarget, Tab};
 use crate::chrome::windows;
+use std::cell::Cell;
 
 const GROUP_KEY: &str = "groupId";
 
+thread_local! {
+    /// The group id last found or created; Chrome never reuses a group id within a session.
+    static KNOWN: Cell<Option<i32>> = const { Cell::new(None) };
+}
+
+fn remember(id: i32) -> i32 {
+    KNOWN.with(|k| k.set(Some(id)));
+    id
+}
+
 /// The live group's id, if there is one.
 pub async fn find() -> Result<Option<i32>, String> {
-    if let Some(id) = storage::get::<i32>(Area::Session, GROUP_KEY).await? {
+    let known = match KNOWN.with(Cell::get) {
+        Some(id) => Some(id),
+        None => storage::get::<i32>(Area::Session, GROUP_KEY).await?,
+    };
+    if let Some(id) = known {
         if tab_groups::get(id).await.is_some() {
-            return Ok(Some(id));
+            return Ok(Some(remember(id)));
         }
+        KNOWN.with(|k| k.set(None));
     }
     let title = brand().group_title;
     let found = tab_groups::query_by_title(&title)
@@ -24,6 +40,7 @@ pub async fn find() -> Result<Option<i32>, String> {
         .next();
     if let Some(id) = found {
         storage::set(Area::Session, GROUP_KEY, &id).await?;
+        remember(id);
     }
     Ok(found)
 }
@@ -53,6 +70,7 @@ pub async fn find_or_create() -> Result<(i32, Option<Tab>), String> {
     )
     .await?;
     storage::set(Area::Session, GROUP_KEY, &group_id).await?;
+    remember(group_id);
     Ok((group_id, Some(tabs::get(tab_id).await?)))
 }
 
@@ -67,8 +85,14 @@ pub async fn tabs_of(group_id: i32) -> Result<Vec<Tab>, String> {
 
 /// The tab, if it belongs to the automation group; otherwise an error that lists the valid ids.
 pub async fn check_tab(tab_id: i32) -> Result<Tab, String> {
-    let group = find().await?;
     let tab = tabs::get(tab_id).await.ok();
+    // Fast path: the tab is in the group we know, which therefore still exists.
+    if let (Some(known), Some(tab)) = (KNOWN.with(Cell::get), tab.as_ref()) {
+        if tab.group_id == known {
+            return Ok(tab.clone());
+        }
+    }
+    let group = find().await?;
     if let (Some(group_id), Some(tab)) = (group, tab.as_ref()) {
         if tab.group_id == group_id {
             return Ok(tab.clone());

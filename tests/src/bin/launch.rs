@@ -13,7 +13,8 @@ async fn main() {
         eprintln!("usage: launch <server-url> <token> [profile-dir]");
         std::process::exit(2);
     };
-    let headless = std::env::var_os("DISPLAY").is_none() && std::env::var_os("WAYLAND_DISPLAY").is_none();
+    let headless =
+        std::env::var_os("DISPLAY").is_none() && std::env::var_os("WAYLAND_DISPLAY").is_none();
     let options = BrowserOptions {
         headless,
         user_data_dir: args.get(2).map(Into::into),
@@ -28,11 +29,17 @@ async fn main() {
     };
     let connected = async {
         browser.configure_extension(url, token, None).await?;
-        browser.wait_status("connected", Duration::from_secs(30)).await
+        browser
+            .wait_status("connected", Duration::from_secs(30))
+            .await
     };
     match connected.await {
         Ok(status) => {
-            let mode = if headless { "headless (no display found)" } else { "in a window" };
+            let mode = if headless {
+                "headless (no display found)"
+            } else {
+                "in a window"
+            };
             println!("\nChromium is running {mode} with the extension: {status}");
             if let Ok(try_it) = std::env::var("TRY") {
                 println!("Try:  {try_it}");

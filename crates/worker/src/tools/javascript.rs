@@ -47,12 +47,14 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
         Ok(describe_value(tab, out.get("result").unwrap_or(&Value::Null)).await)
     };
     // Objects stay alive in the page until their group is released.
-    let _ = cdp::send(
-        tab,
-        "Runtime.releaseObjectGroup",
-        json!({"objectGroup": GROUP}),
-    )
-    .await;
+    if out.pointer("/result/objectId").is_some() {
+        let _ = cdp::send(
+            tab,
+            "Runtime.releaseObjectGroup",
+            json!({"objectGroup": GROUP}),
+        )
+        .await;
+    }
     Ok(ToolResult::text(bounded(text?, MAX_OUTPUT_CHARS)))
 }
 
