@@ -360,3 +360,30 @@ async fn options_validates_next_to_the_field_and_disconnect_sticks() -> Result<(
     assert_eq!(backend.status().await?["wsConnections"], attempts);
     Ok(())
 }
+
+#[tokio::test]
+async fn an_idle_connection_keeps_the_worker_alive() -> Result<()> {
+    let (_fixtures, backend, browser) = connected().await?;
+    // No CDP session on the worker (one would keep it alive by itself), no command: Chrome
+    // stops an idle worker after 30 s unless the session keeps it busy.
+    let before = backend.status().await?;
+    tokio::time::sleep(Duration::from_secs(45)).await;
+    let after = backend.status().await?;
+    assert_eq!(
+        after["browsers"], before["browsers"],
+        "the same connection is still up"
+    );
+    assert_eq!(
+        after["wsConnections"], before["wsConnections"],
+        "no reconnect happened"
+    );
+    assert!(
+        browser.worker_target().await?.is_some(),
+        "the worker is running"
+    );
+    let text = backend
+        .text("tabs_context_mcp", json!({"createIfEmpty": true}))
+        .await?;
+    assert!(text.contains("availableTabs"), "{text}");
+    Ok(())
+}
