@@ -12,19 +12,18 @@ mod tools;
 mod transport;
 
 use wasm_bindgen::prelude::*;
-use wasm_bindgen_futures::spawn_local;
 
 /// The worker started (install, browser start, or Chrome woke it for an event).
 #[wasm_bindgen]
 pub fn boot() {
-    spawn_local(session::resume());
+    session::resume();
 }
 
 /// A `chrome.alarms` alarm: the backstop that reconnects after Chrome stopped the worker.
 #[wasm_bindgen(js_name = onAlarm)]
 pub fn on_alarm(name: String) {
     if name == session::ALARM {
-        spawn_local(session::resume());
+        session::resume();
     }
 }
 

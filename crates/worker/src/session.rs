@@ -99,25 +99,25 @@ async fn wanted_config() -> Option<ConnectionConfig> {
     (want && config.validate().is_ok()).then_some(config)
 }
 
-/// Called at every worker start and alarm: start the loop if the user wants a connection and
-/// none is running. Never starts a second loop.
-pub async fn resume() {
-    if with(|s| s.running) {
+/// Called at every worker start and alarm: start the loop unless one runs. Synchronous, so two
+/// wake-ups at once (start and alarm) can never start two loops.
+pub fn resume() {
+    if !with(|s| s.running) {
+        start_loop();
+    }
+}
+
+/// The status when no connection is wanted (a rejected token's error stays visible).
+async fn show_idle_status() {
+    if status().await.state == State::Error {
         return;
     }
-    match wanted_config().await {
-        Some(_) => start_loop(),
-        None => {
-            if status().await.state != State::Error {
-                let msg = if saved_config().await.is_some() {
-                    "Disconnected. Click Save & connect to connect."
-                } else {
-                    "Not configured: enter the server URL and token, then Save & connect."
-                };
-                set_status(State::Disconnected, msg).await;
-            }
-        }
-    }
+    let msg = if saved_config().await.is_some() {
+        "Disconnected. Click Save & connect to connect."
+    } else {
+        "Not configured: enter the server URL and token, then Save & connect."
+    };
+    set_status(State::Disconnected, msg).await;
 }
 
 /// Validates and stores the config, then (re)connects with it.
@@ -189,6 +189,11 @@ fn backoff_ms(attempt: u32) -> u32 {
 }
 
 async fn run(gen: u64) {
+    if wanted_config().await.is_none() {
+        with(|s| s.running = false);
+        show_idle_status().await;
+        return;
+    }
     if let Err(e) = alarms::create_periodic(ALARM, 0.5).await {
         log(&format!("cannot create the keep-alive alarm: {e}"));
     }
