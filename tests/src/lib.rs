@@ -46,3 +46,19 @@ pub fn init() {
         panic!("{} is missing: run ./build.sh build first", wasm.display());
     }
 }
+
+/// The usual start of a browser test: fixtures, a fresh server, and Chromium whose extension
+/// was configured through its Options page and is connected.
+pub async fn connected() -> Result<(FixtureServer, Backend, Browser)> {
+    init();
+    let fixtures = FixtureServer::start();
+    let backend = Backend::start().await?;
+    let browser = Browser::launch(BrowserOptions::default()).await?;
+    browser
+        .configure_extension(&backend.ws_url(), backend.token(), None)
+        .await?;
+    let wait = std::time::Duration::from_secs(20);
+    backend.wait_browsers(1, wait).await?;
+    browser.wait_status("connected", wait).await?;
+    Ok((fixtures, backend, browser))
+}

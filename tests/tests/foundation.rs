@@ -2,25 +2,11 @@
 //! Options page like a user does, driven through the real server's command API.
 
 use base64::Engine;
-use browser_operator_e2e::{images, Backend, Browser, BrowserOptions, FixtureServer, Result};
+use browser_operator_e2e::{connected, images, Backend, Browser, BrowserOptions, Result};
 use serde_json::{json, Value};
 use std::time::Duration;
 
 const CONNECT: Duration = Duration::from_secs(20);
-
-/// A browser with the extension connected to a fresh server.
-async fn connected() -> Result<(FixtureServer, Backend, Browser)> {
-    browser_operator_e2e::init();
-    let fixtures = FixtureServer::start();
-    let backend = Backend::start().await?;
-    let browser = Browser::launch(BrowserOptions::default()).await?;
-    browser
-        .configure_extension(&backend.ws_url(), backend.token(), None)
-        .await?;
-    backend.wait_browsers(1, CONNECT).await?;
-    browser.wait_status("connected", CONNECT).await?;
-    Ok((fixtures, backend, browser))
-}
 
 /// The JSON first line of a tabs_context_mcp result.
 fn context(text: &str) -> Value {

@@ -6,7 +6,7 @@
 //! - javascript_tool round trip (POST /commands → server → extension → CDP → back);
 //!   baseline: the same `Runtime.evaluate` sent straight over CDP from this process.
 
-use browser_operator_e2e::{Backend, Browser, BrowserOptions, FixtureServer, Result};
+use browser_operator_e2e::{Browser, Result};
 use serde_json::json;
 use std::time::{Duration, Instant};
 
@@ -39,14 +39,7 @@ async fn start_worker(browser: &Browser) -> Result<()> {
 
 #[tokio::main]
 async fn main() -> Result<()> {
-    browser_operator_e2e::init();
-    let fixtures = FixtureServer::start();
-    let backend = Backend::start().await?;
-    let browser = Browser::launch(BrowserOptions::default()).await?;
-    browser
-        .configure_extension(&backend.ws_url(), backend.token(), None)
-        .await?;
-    backend.wait_browsers(1, Duration::from_secs(20)).await?;
+    let (fixtures, backend, browser) = browser_operator_e2e::connected().await?;
 
     let ctx = backend
         .text("tabs_context_mcp", json!({"createIfEmpty": true}))
