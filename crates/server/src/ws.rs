@@ -113,6 +113,14 @@ async fn session(app: AppState, peer: SocketAddr, mut socket: WebSocket) {
 
     let reason = loop {
         tokio::select! {
+            // First: a disconnect also closes `outgoing`, and must win over "unregistered".
+            biased;
+            reason = registration.disconnected() => {
+                // Say why in a frame too: the close reason is limited to 123 bytes.
+                send_frame(&mut socket, &ServerFrame::Error { message: format!("Disconnected by the server: {reason}") }).await;
+                close(&mut socket, CLOSE_UNAUTHORIZED, &reason).await;
+                break "disconnected by the server";
+            }
             incoming = socket.recv() => match incoming {
                 Some(Ok(Message::Text(text))) => {
                     if let Some(reply) = handle_frame(&app, connection, text.as_str()) {
@@ -141,12 +149,6 @@ async fn session(app: AppState, peer: SocketAddr, mut socket: WebSocket) {
                 }
                 None => break "unregistered",
             },
-            reason = registration.disconnected() => {
-                // Say why in a frame too: the close reason is limited to 123 bytes.
-                send_frame(&mut socket, &ServerFrame::Error { message: format!("Disconnected by the server: {reason}") }).await;
-                close(&mut socket, CLOSE_UNAUTHORIZED, "token revoked").await;
-                break "disconnected by the server";
-            }
             _ = stopped(&mut shutdown) => {
                 close(&mut socket, CLOSE_GOING_AWAY, "server shutting down").await;
                 break "server shutting down";
@@ -265,10 +267,15 @@ async fn send_frame(socket: &mut WebSocket, frame: &ServerFrame) -> bool {
 
 /// Sends a Close frame and waits briefly for the peer's answer, so the close code arrives
 /// before the TCP connection goes away.
-async fn close(socket: &mut WebSocket, code: u16, reason: &'static str) {
+async fn close(socket: &mut WebSocket, code: u16, reason: &str) {
+    // A close reason is at most 123 bytes.
+    let mut end = reason.len().min(123);
+    while !reason.is_char_boundary(end) {
+        end -= 1;
+    }
     let frame = CloseFrame {
         code,
-        reason: Utf8Bytes::from_static(reason),
+        reason: Utf8Bytes::from(reason[..end].to_string()),
     };
     let drain = async {
         if socket.send(Message::Close(Some(frame))).await.is_err() {
