@@ -205,7 +205,10 @@ pub(crate) async fn disconnect(
     }
     let value: Value = match serde_json::from_slice(&body) {
         Ok(v) => v,
-        Err(e) => return ApiError::bad_request(format!("The body is not valid JSON: {e}")).into_response(),
+        Err(e) => {
+            return ApiError::bad_request(format!("The body is not valid JSON: {e}"))
+                .into_response()
+        }
     };
     let which = match (value["target"].as_str(), value["tokenId"].as_str()) {
         (Some(t), None) => crate::relay::Disconnect::Target(t.to_string()),

@@ -226,16 +226,8 @@ impl Drop for RunningServer {
     }
 }
 
-fn router(
-    app: AppState,
-    loopback: bool,
-    mcp_stop: tokio_util::sync::CancellationToken,
-) -> Router {
-    let mcp = mcp::http_service(
-        Arc::clone(&app.relay),
-        app.command_timeout,
-        mcp_stop,
-    );
+fn router(app: AppState, loopback: bool, mcp_stop: tokio_util::sync::CancellationToken) -> Router {
+    let mcp = mcp::http_service(Arc::clone(&app.relay), app.command_timeout, mcp_stop);
     let mcp = Router::new()
         .route_service("/mcp", mcp)
         .route_layer(middleware::from_fn_with_state(

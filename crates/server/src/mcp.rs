@@ -10,9 +10,9 @@ use crate::call::{self, Call};
 use crate::relay::{CommandError, Relay};
 use protocol::{CommandResult, ContentBlock as Block, Outcome};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock as Content, Implementation,
-    InitializeResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
-    ServerCapabilities, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock as Content,
+    Implementation, InitializeResult, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, ServerCapabilities, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -185,10 +185,8 @@ impl BrowserTools {
         tokio::pin!(run);
         let progress = context.meta.get_progress_token();
         let started = Instant::now();
-        let mut tick = tokio::time::interval_at(
-            tokio::time::Instant::now() + PROGRESS_EVERY,
-            PROGRESS_EVERY,
-        );
+        let mut tick =
+            tokio::time::interval_at(tokio::time::Instant::now() + PROGRESS_EVERY, PROGRESS_EVERY);
         let outcome = loop {
             tokio::select! {
                 outcome = &mut run => break outcome,
@@ -361,7 +359,10 @@ mod tests {
                 .iter()
                 .find(|t| t.name == spec.name)
                 .expect("offered");
-            assert_eq!(Value::Object((*tool.input_schema).clone()), spec.input_schema);
+            assert_eq!(
+                Value::Object((*tool.input_schema).clone()),
+                spec.input_schema
+            );
             assert_eq!(tool.description.as_deref(), Some(spec.description));
         }
         assert_eq!(offered.len(), protocol::catalog().len() + 2);

@@ -81,9 +81,9 @@ async fn session(app: AppState, peer: SocketAddr, mut socket: WebSocket) {
     };
 
     let (frames, mut outgoing) = mpsc::unbounded_channel();
-    let registration =
-        app.relay
-            .register_as(&target, connection, frames, token_id.as_deref());
+    let registration = app
+        .relay
+        .register_as(&target, connection, frames, token_id.as_deref());
     let mut registration = match registration {
         Ok(r) => r,
         Err(e) => {
@@ -178,7 +178,9 @@ async fn authenticate(app: &AppState, socket: &mut WebSocket) -> Auth {
     };
     match serde_json::from_str::<ExtensionFrame>(&text) {
         Ok(ExtensionFrame::Auth { token, target }) => {
-            let asked = target.map(|t| t.trim().to_string()).filter(|t| !t.is_empty());
+            let asked = target
+                .map(|t| t.trim().to_string())
+                .filter(|t| !t.is_empty());
             // The main token may connect as any target; a per-target token only as its own.
             let (target, token_id) = if constant_time_eq(token.as_bytes(), app.token.as_bytes()) {
                 (asked.unwrap_or_else(|| DEFAULT_TARGET.to_string()), None)

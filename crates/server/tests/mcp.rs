@@ -119,7 +119,10 @@ impl Mcp {
             .to_string();
         let body = response.body_mut().read_to_string().unwrap();
         let init = messages(&body);
-        assert_eq!(init[0]["result"]["serverInfo"]["name"], "browser-operator", "{body}");
+        assert_eq!(
+            init[0]["result"]["serverInfo"]["name"], "browser-operator",
+            "{body}"
+        );
         let r = mcp.post(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
         assert!(r.status().is_success(), "{}", r.status());
         mcp
@@ -288,12 +291,18 @@ async fn mcp_lists_the_catalog_and_maps_results() {
     .await;
     let r = call.await.unwrap();
     assert_eq!(r["isError"], true);
-    assert_eq!(r["content"][0]["text"], "Invalid arguments: 'url' is required");
+    assert_eq!(
+        r["content"][0]["text"],
+        "Invalid arguments: 'url' is required"
+    );
 
     let m = mcp.clone();
     let r = blocking(move || m.call(5, "no_such_tool", json!({}))).await;
     assert_eq!(r["isError"], true);
-    assert!(r["content"][0]["text"].as_str().unwrap().contains("Unknown tool 'no_such_tool'"));
+    assert!(r["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("Unknown tool 'no_such_tool'"));
     server.shutdown().await;
 }
 
@@ -324,14 +333,21 @@ async fn several_browsers_are_chosen_per_session() {
     let m = mcp.clone();
     let r = blocking(move || m.call(3, "select_browser", json!({"target": "nope"}))).await;
     assert_eq!(r["isError"], true);
-    assert!(r["content"][0]["text"].as_str().unwrap().contains("No browser is connected with target 'nope'"));
+    assert!(r["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("No browser is connected with target 'nope'"));
 
     let m = mcp.clone();
     let r = blocking(move || m.call(4, "select_browser", json!({"target": "b"}))).await;
     assert_eq!(r["isError"], false, "{r}");
     let m = mcp.clone();
     let call = tokio::spawn(blocking(move || m.call(5, "tabs_context_mcp", json!({}))));
-    answer(&mut b, json!({"content": [{"type": "text", "text": "from b"}]})).await;
+    answer(
+        &mut b,
+        json!({"content": [{"type": "text", "text": "from b"}]}),
+    )
+    .await;
     assert_eq!(call.await.unwrap()["content"][0]["text"], "from b");
 
     // Another session has its own choice.
@@ -341,7 +357,11 @@ async fn several_browsers_are_chosen_per_session() {
     assert_eq!(r["isError"], false);
     let o = other.clone();
     let call = tokio::spawn(blocking(move || o.call(2, "tabs_context_mcp", json!({}))));
-    answer(&mut a, json!({"content": [{"type": "text", "text": "from a"}]})).await;
+    answer(
+        &mut a,
+        json!({"content": [{"type": "text", "text": "from a"}]}),
+    )
+    .await;
     assert_eq!(call.await.unwrap()["content"][0]["text"], "from a");
     server.shutdown().await;
 }
@@ -362,8 +382,12 @@ async fn progress_is_reported_and_cancelling_frees_the_pending_command() {
         let reader = BufReader::new(response.body_mut().as_reader());
         for line in reader.lines() {
             let line = line.unwrap();
-            let Some(data) = line.strip_prefix("data:") else { continue };
-            let Ok(msg) = serde_json::from_str::<Value>(data.trim()) else { continue };
+            let Some(data) = line.strip_prefix("data:") else {
+                continue;
+            };
+            let Ok(msg) = serde_json::from_str::<Value>(data.trim()) else {
+                continue;
+            };
             if msg["method"] == "notifications/progress" {
                 assert_eq!(msg["params"]["progressToken"], "p1");
                 let _ = saw_progress.send(msg["params"]["message"].clone());
@@ -375,16 +399,28 @@ async fn progress_is_reported_and_cancelling_frees_the_pending_command() {
         panic!("the stream ended without a result");
     }));
     let cmd = next_json(&mut ext).await;
-    let note = blocking(move || got_progress.recv_timeout(WAIT).expect("a progress notification")).await;
-    assert!(note.as_str().unwrap().contains("computer: waiting for the browser"), "{note}");
+    let note = blocking(move || {
+        got_progress
+            .recv_timeout(WAIT)
+            .expect("a progress notification")
+    })
+    .await;
+    assert!(
+        note.as_str()
+            .unwrap()
+            .contains("computer: waiting for the browser"),
+        "{note}"
+    );
     send(&mut ext, json!({"type": "result", "commandId": cmd["id"], "result": {"content": [{"type": "text", "text": "done"}]}})).await;
     assert_eq!(call.await.unwrap()["content"][0]["text"], "done");
 
     // A cancelled call stops waiting: its pending slot is freed while the browser still works.
     let m = mcp.clone();
     let _abandoned = std::thread::spawn(move || {
-        let mut r = m.post(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
-            "name": "computer", "arguments": {"action": "wait"}}}));
+        let mut r = m.post(
+            &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "computer", "arguments": {"action": "wait"}}}),
+        );
         let mut sink = Vec::new();
         let _ = r.body_mut().as_reader().read_to_end(&mut sink);
     });
@@ -396,12 +432,23 @@ async fn progress_is_reported_and_cancelling_frees_the_pending_command() {
         assert!(r.status().is_success(), "{}", r.status());
     })
     .await;
-    wait_until(addr, "the cancelled command leaving", |s| s["pendingCommands"] == 0).await;
+    wait_until(addr, "the cancelled command leaving", |s| {
+        s["pendingCommands"] == 0
+    })
+    .await;
     // Its late result is ignored and the connection keeps serving.
-    send(&mut ext, json!({"type": "result", "commandId": cmd["id"], "result": {"content": []}})).await;
+    send(
+        &mut ext,
+        json!({"type": "result", "commandId": cmd["id"], "result": {"content": []}}),
+    )
+    .await;
     let m = mcp.clone();
     let call = tokio::spawn(blocking(move || m.call(3, "tabs_context_mcp", json!({}))));
-    answer(&mut ext, json!({"content": [{"type": "text", "text": "still here"}]})).await;
+    answer(
+        &mut ext,
+        json!({"content": [{"type": "text", "text": "still here"}]}),
+    )
+    .await;
     assert_eq!(call.await.unwrap()["content"][0]["text"], "still here");
     server.shutdown().await;
 }
@@ -414,16 +461,52 @@ async fn mcp_refuses_foreign_hosts_web_origins_and_wrong_tokens() {
     let accept = ("Accept", "application/json, text/event-stream");
     let json_type = ("Content-Type", "application/json");
 
-    let (code, body) = http(addr, "POST /mcp", &[("Host", "evil.example:8787"), BEARER, accept, json_type], init).await;
+    let (code, body) = http(
+        addr,
+        "POST /mcp",
+        &[("Host", "evil.example:8787"), BEARER, accept, json_type],
+        init,
+    )
+    .await;
     assert_eq!(code, 403, "{body}");
-    let (code, body) = http(addr, "POST /mcp", &[("Origin", "https://evil.example"), BEARER, accept, json_type], init).await;
+    let (code, body) = http(
+        addr,
+        "POST /mcp",
+        &[
+            ("Origin", "https://evil.example"),
+            BEARER,
+            accept,
+            json_type,
+        ],
+        init,
+    )
+    .await;
     assert_eq!(code, 403, "{body}");
-    assert!(body.contains("requests from web pages are not accepted"), "{body}");
-    let (code, _) = http(addr, "POST /mcp", &[("Origin", "null"), BEARER, accept, json_type], init).await;
+    assert!(
+        body.contains("requests from web pages are not accepted"),
+        "{body}"
+    );
+    let (code, _) = http(
+        addr,
+        "POST /mcp",
+        &[("Origin", "null"), BEARER, accept, json_type],
+        init,
+    )
+    .await;
     assert_eq!(code, 403);
     let (code, _) = http(addr, "POST /mcp", &[accept, json_type], init).await;
     assert_eq!(code, 401);
-    let (code, _) = http(addr, "POST /mcp", &[("Authorization", "Bearer mcp-test-token-0124"), accept, json_type], init).await;
+    let (code, _) = http(
+        addr,
+        "POST /mcp",
+        &[
+            ("Authorization", "Bearer mcp-test-token-0124"),
+            accept,
+            json_type,
+        ],
+        init,
+    )
+    .await;
     assert_eq!(code, 401);
     // Still serving the right requests.
     let (code, body) = http(addr, "POST /mcp", &[BEARER, accept, json_type], init).await;
@@ -444,10 +527,17 @@ async fn per_target_tokens_connect_only_as_their_target_and_revoking_disconnects
     let mut browser = extension(addr, &work.token, None).await;
     let mut main = extension(addr, TOKEN, Some("home")).await;
     let mut wrong = connect_ws(addr).await;
-    send(&mut wrong, json!({"type": "auth", "token": work.token, "target": "home2"})).await;
+    send(
+        &mut wrong,
+        json!({"type": "auth", "token": work.token, "target": "home2"}),
+    )
+    .await;
     let (code, frames) = close_code(&mut wrong).await;
     assert_eq!(code, Some(1008));
-    assert!(frames[0]["message"].as_str().unwrap().contains("This token is for target 'work'"));
+    assert!(frames[0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("This token is for target 'work'"));
     let targets = |s: &Value| {
         s["browsers"]
             .as_array()
@@ -463,10 +553,16 @@ async fn per_target_tokens_connect_only_as_their_target_and_revoking_disconnects
     let body = json!({"tokenId": work.id, "reason": "token revoked"}).to_string();
     let (code, reply) = http(addr, "POST /disconnect", &[BEARER], &body).await;
     assert_eq!(code, 200, "{reply}");
-    assert_eq!(serde_json::from_str::<Value>(&reply).unwrap(), json!({"disconnected": 1}));
+    assert_eq!(
+        serde_json::from_str::<Value>(&reply).unwrap(),
+        json!({"disconnected": 1})
+    );
     let (code, frames) = close_code(&mut browser).await;
     assert_eq!(code, Some(4001));
-    assert_eq!(frames, [json!({"type": "error", "message": "Disconnected by the server: token revoked"})]);
+    assert_eq!(
+        frames,
+        [json!({"type": "error", "message": "Disconnected by the server: token revoked"})]
+    );
     assert_eq!(targets(&status(addr).await), ["home"]);
 
     // The revoked token can't come back; a wrong one neither; the rest keeps working.
@@ -478,7 +574,13 @@ async fn per_target_tokens_connect_only_as_their_target_and_revoking_disconnects
     let (code, _) = http(addr, "POST /disconnect", &[], &body).await;
     assert_eq!(code, 401);
     let call = tokio::spawn(async move {
-        http(addr, "POST /commands", &[BEARER], r#"{"tool":"tabs_context_mcp"}"#).await
+        http(
+            addr,
+            "POST /commands",
+            &[BEARER],
+            r#"{"tool":"tabs_context_mcp"}"#,
+        )
+        .await
     });
     answer(&mut main, json!({"content": []})).await;
     assert_eq!(call.await.unwrap().0, 200);
@@ -501,13 +603,32 @@ async fn an_oversized_frame_closes_only_that_connection() {
     })
     .await;
     let call = tokio::spawn(async move {
-        http(addr, "POST /commands", &[BEARER], r#"{"tool":"tabs_context_mcp"}"#).await
+        http(
+            addr,
+            "POST /commands",
+            &[BEARER],
+            r#"{"tool":"tabs_context_mcp"}"#,
+        )
+        .await
     });
     answer(&mut other, json!({"content": []})).await;
     assert_eq!(call.await.unwrap().0, 200);
     // An oversized MCP request body is refused too, and the server keeps serving.
-    let body = format!("{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{{\"pad\":\"{}\"}}}}", "y".repeat(5 << 20));
-    let (code, _) = http(addr, "POST /mcp", &[BEARER, ("Accept", "application/json, text/event-stream"), ("Content-Type", "application/json")], &body).await;
+    let body = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{{\"pad\":\"{}\"}}}}",
+        "y".repeat(5 << 20)
+    );
+    let (code, _) = http(
+        addr,
+        "POST /mcp",
+        &[
+            BEARER,
+            ("Accept", "application/json, text/event-stream"),
+            ("Content-Type", "application/json"),
+        ],
+        &body,
+    )
+    .await;
     assert_eq!(code, 413);
     assert_eq!(status(addr).await["browsers"].as_array().unwrap().len(), 1);
     server.shutdown().await;
