@@ -237,6 +237,12 @@ fn mcp(args: ServeArgs) -> ExitCode {
                     server.addr(),
                     server.addr()
                 ));
+                if !server.addr().ip().is_loopback() {
+                    crate::log(format_args!(
+                        "warning: listening on {}, which is not a loopback address: anyone who can reach it and has the token can drive this browser",
+                        server.addr()
+                    ));
+                }
                 let backend = Backend::Relay(std::sync::Arc::clone(server.relay()));
                 (Some(server), backend)
             }

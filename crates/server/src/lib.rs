@@ -227,13 +227,7 @@ impl Drop for RunningServer {
 }
 
 fn router(app: AppState, loopback: bool, mcp_stop: tokio_util::sync::CancellationToken) -> Router {
-    let mcp = mcp::http_service(Arc::clone(&app.relay), app.command_timeout, mcp_stop);
-    let mcp = Router::new()
-        .route_service("/mcp", mcp)
-        .route_layer(middleware::from_fn_with_state(
-            app.clone(),
-            guard::require_bearer,
-        ));
+    let mcp = mcp::router(app.clone(), mcp_stop);
     let guarded = Router::new()
         .route("/ws", get(ws::upgrade))
         .route("/commands", post(api::command))

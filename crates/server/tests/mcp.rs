@@ -633,3 +633,32 @@ async fn an_oversized_frame_closes_only_that_connection() {
     assert_eq!(status(addr).await["browsers"].as_array().unwrap().len(), 1);
     server.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_sessions_are_bounded() {
+    use browser_operator_server::mcp::MAX_SESSIONS;
+    let server = start(TokenStore::none()).await;
+    let addr = server.addr();
+    let sessions = blocking(move || {
+        (0..MAX_SESSIONS)
+            .map(|_| Mcp::connect(addr))
+            .collect::<Vec<_>>()
+    })
+    .await;
+    let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let headers = [
+        BEARER,
+        ("Accept", "application/json, text/event-stream"),
+        ("Content-Type", "application/json"),
+    ];
+    let (code, body) = http(addr, "POST /mcp", &headers, init).await;
+    assert_eq!(code, 503, "{body}");
+    assert!(body.contains("Too many MCP sessions"), "{body}");
+    // The live sessions keep working.
+    let first = sessions[0].clone();
+    let list = blocking(move || first.request(1, "tools/list", json!({}))).await;
+    assert!(list["result"]["tools"]
+        .as_array()
+        .is_some_and(|t| !t.is_empty()));
+    server.shutdown().await;
+}
