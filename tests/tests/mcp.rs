@@ -189,6 +189,52 @@ async fn an_mcp_client_over_http_drives_a_real_browser_and_mcp_forwards_to_a_run
     Ok(())
 }
 
+#[tokio::test]
+async fn mcp_takes_the_relay_over_when_the_server_it_forwards_to_stops() -> Result<()> {
+    browser_operator_e2e::init();
+    let mut backend = Backend::start().await?;
+    let browser = Browser::launch(BrowserOptions::default()).await?;
+    browser
+        .configure_extension(&backend.ws_url(), backend.token(), None)
+        .await?;
+    backend.wait_browsers(1, CONNECT).await?;
+    let dir = temp_dir("takeover");
+    let port = backend
+        .http_url()
+        .rsplit(':')
+        .next()
+        .unwrap_or("")
+        .parse::<u16>()
+        .expect("port");
+    let mcp = StdioMcp::spawn(CLI, port, backend.token(), &dir, &dir.join("mcp.log")).await?;
+    text_of(
+        &mcp.call("tabs_context_mcp", json!({"createIfEmpty": true}))
+            .await?,
+    )?;
+
+    backend.stop().await;
+    browser.wait_status("error", CONNECT).await?;
+    let err = error_of(&mcp.call("tabs_context_mcp", json!({})).await?)?;
+    assert!(err.contains("now runs the relay there itself"), "{err}");
+    // The extension finds the relay again on the same port, now in the `mcp` process.
+    browser
+        .wait_status("connected", Duration::from_secs(45))
+        .await?;
+    let ctx = context(&text_of(&mcp.call("tabs_context_mcp", json!({})).await?)?);
+    assert_eq!(
+        ctx["availableTabs"].as_array().map(Vec::len),
+        Some(1),
+        "{ctx}"
+    );
+    mcp.close().await?;
+    let log = std::fs::read_to_string(dir.join("mcp.log")).unwrap_or_default();
+    assert!(
+        log.contains("this MCP server now runs the relay there"),
+        "{log}"
+    );
+    Ok(())
+}
+
 /// Whether `browser` has a page open at `url`.
 async fn has_page(browser: &Browser, url: &str) -> Result<bool> {
     Ok(browser.page_targets().await?.iter().any(|t| t.url == url))

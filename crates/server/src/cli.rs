@@ -2,7 +2,7 @@
 //! subcommands, each a thin layer over the library.
 
 use crate::call::{self, Call};
-use crate::mcp::{Backend, BrowserTools};
+use crate::mcp::{Backend, BrowserTools, Forward};
 use crate::token::{self, TokenSource};
 use crate::tokens::TokenStore;
 use crate::{RunningServer, ServerConfig, DEFAULT_PORT};
@@ -230,7 +230,7 @@ fn mcp(args: ServeArgs) -> ExitCode {
         let mut config = ServerConfig::new(addr, token.value.clone());
         config.tokens = TokenStore::from_env();
         let timeout = config.command_timeout;
-        let (server, backend) = match RunningServer::start(config).await {
+        let (server, backend) = match RunningServer::start(config.clone()).await {
             Ok(server) => {
                 crate::log(format_args!(
                     "MCP on stdio; the extension connects to ws://{}/ws (HTTP MCP at http://{}/mcp)",
@@ -257,7 +257,7 @@ fn mcp(args: ServeArgs) -> ExitCode {
                         crate::log(format_args!(
                             "MCP on stdio; a Browser Operator server already listens on {addr}: forwarding calls to it"
                         ));
-                        (None, Backend::Forward { url, token: token.value.clone() })
+                        (None, Backend::Forward(std::sync::Arc::new(Forward::new(config))))
                     }
                     Ok(Err(e)) => {
                         return fail(1, format!("Port {} is in use, and not by a Browser Operator server that accepts this token ({e}). Use --port to pick another.", addr.port()))
@@ -270,7 +270,7 @@ fn mcp(args: ServeArgs) -> ExitCode {
         if let TokenSource::Created(path) = &token.source {
             crate::log(format_args!("created a new token in {}", path.display()));
         }
-        let tools = BrowserTools::new(backend, timeout);
+        let tools = BrowserTools::new(backend.clone(), timeout);
         let code = tokio::select! {
             r = crate::mcp::serve_stdio(tools) => match r {
                 Ok(()) => ExitCode::SUCCESS,
@@ -280,6 +280,9 @@ fn mcp(args: ServeArgs) -> ExitCode {
         };
         if let Some(server) = server {
             server.shutdown().await;
+        }
+        if let Backend::Forward(forward) = backend {
+            forward.shutdown().await;
         }
         code
     })
