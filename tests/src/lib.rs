@@ -20,6 +20,7 @@ pub mod browser;
 pub mod cdp;
 pub mod error;
 pub mod fixtures;
+pub mod mcp;
 
 pub use backend::{images, Backend};
 pub use browser::{js_string, Browser, BrowserOptions, Page, Session, TargetInfo};

@@ -192,6 +192,45 @@ pub(crate) async fn status(State(app): State<AppState>, headers: HeaderMap) -> R
     .into_response()
 }
 
+/// `POST /disconnect` with `{"target": "…"}` or `{"tokenId": "…"}` and an optional
+/// `"reason"`: closes those browsers' connections (what `browser-operator token revoke` calls).
+/// Answers `{"disconnected": n}`.
+pub(crate) async fn disconnect(
+    State(app): State<AppState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    if !bearer_matches(&headers, &app.token) {
+        return ApiError::unauthorized().into_response();
+    }
+    let value: Value = match serde_json::from_slice(&body) {
+        Ok(v) => v,
+        Err(e) => {
+            return ApiError::bad_request(format!("The body is not valid JSON: {e}"))
+                .into_response()
+        }
+    };
+    let which = match (value["target"].as_str(), value["tokenId"].as_str()) {
+        (Some(t), None) => crate::relay::Disconnect::Target(t.to_string()),
+        (None, Some(id)) => crate::relay::Disconnect::TokenId(id.to_string()),
+        _ => {
+            return ApiError::bad_request(
+                "Send exactly one of \"target\" or \"tokenId\" (strings).",
+            )
+            .into_response()
+        }
+    };
+    let reason: String = value["reason"]
+        .as_str()
+        .unwrap_or("disconnected by the server")
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(200)
+        .collect();
+    let n = app.relay.disconnect(&which, &reason);
+    Json(json!({ "disconnected": n })).into_response()
+}
+
 /// `GET /`: what this is and where to connect; never the token.
 pub(crate) async fn index(State(app): State<AppState>) -> Response {
     let addr = app.addr;

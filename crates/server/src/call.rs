@@ -185,6 +185,64 @@ pub fn call(call: &Call) -> Result<Answer, CallError> {
     Ok(Answer { result, raw })
 }
 
+/// `GET /status` of the server at `url`.
+pub fn status(url: &str, token: &str) -> Result<Value, CallError> {
+    small_request(url, "/status", token, None)
+}
+
+/// `POST /disconnect` with `body` (`{"target": …}` or `{"tokenId": …}`, `"reason"`).
+pub fn disconnect(url: &str, token: &str, body: Value) -> Result<Value, CallError> {
+    small_request(url, "/disconnect", token, Some(body))
+}
+
+/// A quick JSON request (GET without a body, POST with one) answered with a JSON object.
+fn small_request(
+    url: &str,
+    path: &str,
+    token: &str,
+    body: Option<Value>,
+) -> Result<Value, CallError> {
+    let url = url.trim_end_matches('/').to_string();
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(HTTP_MARGIN))
+        .build()
+        .into();
+    let auth = format!("Bearer {token}");
+    let response = match body {
+        None => agent
+            .get(format!("{url}{path}"))
+            .header("Authorization", &auth)
+            .call(),
+        Some(body) => agent
+            .post(format!("{url}{path}"))
+            .header("Authorization", &auth)
+            .send_json(&body),
+    };
+    let mut response = response.map_err(|e| transport_error(&url, e))?;
+    let status = response.status().as_u16();
+    let raw = response
+        .body_mut()
+        .with_config()
+        .limit(1 << 20)
+        .read_to_string()
+        .map_err(|e| CallError::UnexpectedAnswer(format!("cannot read the response: {e}")))?;
+    let value: Value = serde_json::from_str(&raw).map_err(|_| {
+        CallError::UnexpectedAnswer(format!(
+            "not a Browser Operator server answer: {}",
+            raw.chars().take(200).collect::<String>()
+        ))
+    })?;
+    if status != 200 {
+        let message = value["error"]
+            .as_str()
+            .unwrap_or("The server answered with an error")
+            .to_string();
+        return Err(CallError::Http { status, message });
+    }
+    Ok(value)
+}
+
 fn transport_error(url: &str, e: ureq::Error) -> CallError {
     match e {
         ureq::Error::Timeout(_) => CallError::NoAnswer {

@@ -2,7 +2,9 @@
 //! subcommands, each a thin layer over the library.
 
 use crate::call::{self, Call};
+use crate::mcp::{Backend, BrowserTools, Forward};
 use crate::token::{self, TokenSource};
+use crate::tokens::TokenStore;
 use crate::{RunningServer, ServerConfig, DEFAULT_PORT};
 use clap::{Args, Parser, Subcommand};
 use protocol::Outcome;
@@ -24,8 +26,39 @@ pub enum Command {
     Serve(ServeArgs),
     /// Run one tool in the connected browser and print its result.
     Call(CallArgs),
-    /// Print the token file's path and the token (creating it if needed).
-    Token,
+    /// Print the token file's path and the token (creating it if needed); issue, list and
+    /// revoke per-target tokens.
+    Token(TokenArgs),
+    /// Be an MCP server on stdin/stdout (what Claude Desktop, Cursor and Claude Code launch).
+    /// Runs the relay the extension connects to on --port, or, when a Browser Operator server
+    /// already listens there, forwards every call to it.
+    Mcp(ServeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct TokenArgs {
+    #[command(subcommand)]
+    pub action: Option<TokenAction>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TokenAction {
+    /// Issue a new token that lets one browser connect as TARGET (printed once).
+    Issue {
+        /// The target a browser using this token connects as.
+        target: String,
+    },
+    /// List the per-target tokens (ids and targets, never the secrets).
+    List,
+    /// Revoke a per-target token by id (or every token of a target), and disconnect the
+    /// browser using it from the server running on --port.
+    Revoke {
+        /// A token id from `token list`, or a target.
+        which: String,
+        /// Port of the running server to tell (on 127.0.0.1).
+        #[arg(long, default_value_t = DEFAULT_PORT)]
+        port: u16,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -92,7 +125,11 @@ pub fn main() -> ExitCode {
     match cli.command {
         Command::Serve(args) => serve(args),
         Command::Call(args) => run_call(args),
-        Command::Token => show_token(),
+        Command::Token(TokenArgs { action: None }) => show_token(),
+        Command::Token(TokenArgs {
+            action: Some(action),
+        }) => manage_tokens(action),
+        Command::Mcp(args) => mcp(args),
     }
 }
 
@@ -115,7 +152,8 @@ fn serve(args: ServeArgs) -> ExitCode {
     };
     runtime.block_on(async move {
         let addr = SocketAddr::new(args.host, args.port);
-        let config = ServerConfig::new(addr, token.value.clone());
+        let mut config = ServerConfig::new(addr, token.value.clone());
+        config.tokens = TokenStore::from_env();
         let server = match RunningServer::start(config).await {
             Ok(s) => s,
             Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
@@ -172,6 +210,141 @@ async fn wait_for_stop_signal() {
         }
     }
     let _ = tokio::signal::ctrl_c().await;
+}
+
+/// `browser-operator mcp`: MCP on stdio. stdout carries only MCP messages; logs go to stderr.
+fn mcp(args: ServeArgs) -> ExitCode {
+    let token = match token::resolve(args.token.as_deref()) {
+        Ok(t) => t,
+        Err(e) => return fail(1, e),
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => return fail(1, format!("cannot start the async runtime: {e}")),
+    };
+    runtime.block_on(async move {
+        let addr = SocketAddr::new(args.host, args.port);
+        let mut config = ServerConfig::new(addr, token.value.clone());
+        config.tokens = TokenStore::from_env();
+        let timeout = config.command_timeout;
+        let (server, backend) = match RunningServer::start(config.clone()).await {
+            Ok(server) => {
+                crate::log(format_args!(
+                    "MCP on stdio; the extension connects to ws://{}/ws (HTTP MCP at http://{}/mcp)",
+                    server.addr(),
+                    server.addr()
+                ));
+                if !server.addr().ip().is_loopback() {
+                    crate::log(format_args!(
+                        "warning: listening on {}, which is not a loopback address: anyone who can reach it and has the token can drive this browser",
+                        server.addr()
+                    ));
+                }
+                let backend = Backend::Relay(std::sync::Arc::clone(server.relay()));
+                (Some(server), backend)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
+                let url = format!("http://{addr}");
+                let (probe_url, probe_token) = (url.clone(), token.value.clone());
+                let probe =
+                    tokio::task::spawn_blocking(move || call::status(&probe_url, &probe_token))
+                        .await;
+                match probe {
+                    Ok(Ok(_)) => {
+                        crate::log(format_args!(
+                            "MCP on stdio; a Browser Operator server already listens on {addr}: forwarding calls to it"
+                        ));
+                        (None, Backend::Forward(std::sync::Arc::new(Forward::new(config))))
+                    }
+                    Ok(Err(e)) => {
+                        return fail(1, format!("Port {} is in use, and not by a Browser Operator server that accepts this token ({e}). Use --port to pick another.", addr.port()))
+                    }
+                    Err(e) => return fail(1, format!("cannot probe {url}: {e}")),
+                }
+            }
+            Err(e) => return fail(1, format!("Cannot listen on {addr}: {e}")),
+        };
+        if let TokenSource::Created(path) = &token.source {
+            crate::log(format_args!("created a new token in {}", path.display()));
+        }
+        let tools = BrowserTools::new(backend.clone(), timeout);
+        let code = tokio::select! {
+            r = crate::mcp::serve_stdio(tools) => match r {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => fail(1, e),
+            },
+            () = wait_for_stop_signal() => ExitCode::SUCCESS,
+        };
+        if let Some(server) = server {
+            server.shutdown().await;
+        }
+        if let Backend::Forward(forward) = backend {
+            forward.shutdown().await;
+        }
+        code
+    })
+}
+
+/// `token issue|list|revoke`.
+fn manage_tokens(action: TokenAction) -> ExitCode {
+    let store = TokenStore::from_env();
+    let Some(path) = store.path().map(|p| p.display().to_string()) else {
+        return fail(1, token::TokenError::NoConfigDir);
+    };
+    match action {
+        TokenAction::Issue { target } => match store.issue(&target) {
+            Ok(t) => {
+                println!("Token id    {}", t.id);
+                println!("Target      {}", t.target);
+                println!("Token       {}", t.token);
+                eprintln!("Paste the token and the target into the extension's Options page. It is stored in {path}; revoke it with `browser-operator token revoke {}`.", t.id);
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail(1, e),
+        },
+        TokenAction::List => match store.list() {
+            Ok(tokens) if tokens.is_empty() => {
+                println!("No per-target tokens (issue one with `browser-operator token issue <target>`).");
+                ExitCode::SUCCESS
+            }
+            Ok(tokens) => {
+                println!("{:<14}{:<30}CREATED (unix ms)", "ID", "TARGET");
+                for t in tokens {
+                    println!("{:<14}{:<30}{}", t.id, t.target, t.created);
+                }
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail(1, e),
+        },
+        TokenAction::Revoke { which, port } => {
+            let gone = match store.revoke(&which) {
+                Ok(g) => g,
+                Err(e) => return fail(1, e),
+            };
+            let main = token::resolve(None).ok();
+            for t in gone {
+                println!("Revoked {} (target '{}').", t.id, t.target);
+                let told = main.as_ref().map(|main| {
+                    call::disconnect(
+                        &format!("http://127.0.0.1:{port}"),
+                        &main.value,
+                        serde_json::json!({"tokenId": t.id, "reason": "token revoked"}),
+                    )
+                });
+                match told {
+                    Some(Ok(v)) => println!(
+                        "The server on port {port} closed {} live connection(s) using it.",
+                        v["disconnected"].as_u64().unwrap_or(0)
+                    ),
+                    _ => println!("No server answered on port {port}; a server started later refuses the token."),
+                }
+            }
+            ExitCode::SUCCESS
+        }
+    }
 }
 
 fn run_call(args: CallArgs) -> ExitCode {

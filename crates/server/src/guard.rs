@@ -93,6 +93,27 @@ pub async fn require_loopback_host(
     next.run(request).await
 }
 
+/// Middleware: refuse requests without `Authorization: Bearer <the main token>` (401).
+pub(crate) async fn require_bearer(
+    State(app): State<crate::AppState>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if !bearer_matches(request.headers(), &app.token) {
+        crate::log(format_args!(
+            "refused a request to {}: missing or wrong bearer token",
+            request.uri().path()
+        ));
+        return (
+            StatusCode::UNAUTHORIZED,
+            [(header::WWW_AUTHENTICATE, "Bearer")],
+            "Missing or wrong bearer token",
+        )
+            .into_response();
+    }
+    next.run(request).await
+}
+
 /// Middleware: refuse requests sent by web pages (an `Origin` that isn't a browser extension).
 pub async fn reject_web_origin(request: Request, next: Next) -> Response {
     if let Some(origin) = request.headers().get(header::ORIGIN) {

@@ -8,8 +8,10 @@ pub mod api;
 pub mod call;
 pub mod cli;
 pub mod guard;
+pub mod mcp;
 pub mod relay;
 pub mod token;
+pub mod tokens;
 pub mod ws;
 
 use axum::middleware;
@@ -44,6 +46,8 @@ pub struct ServerConfig {
     pub token: String,
     pub command_timeout: Duration,
     pub auth_timeout: Duration,
+    /// Per-target tokens browsers may also connect with (none by default).
+    pub tokens: tokens::TokenStore,
 }
 
 impl ServerConfig {
@@ -54,6 +58,7 @@ impl ServerConfig {
             token: token.into(),
             command_timeout: DEFAULT_COMMAND_TIMEOUT,
             auth_timeout: DEFAULT_AUTH_TIMEOUT,
+            tokens: tokens::TokenStore::none(),
         }
     }
 }
@@ -80,6 +85,7 @@ pub(crate) struct AppState {
     /// Becomes true when the server shuts down.
     pub(crate) shutdown: watch::Receiver<bool>,
     pub(crate) live: LiveSessions,
+    pub(crate) tokens: tokens::TokenStore,
 }
 
 /// Counts the WebSocket sessions still running, so shutdown can wait for them: axum's
@@ -159,14 +165,17 @@ impl RunningServer {
             addr,
             shutdown: stop_rx.clone(),
             live: live.clone(),
+            tokens: config.tokens,
         };
-        let router = router(app, addr.ip().is_loopback());
+        let mcp_stop = tokio_util::sync::CancellationToken::new();
+        let router = router(app, addr.ip().is_loopback(), mcp_stop.clone());
         let mut signal = stop_rx;
         let serve = tokio::spawn(async move {
             let service = router.into_make_service_with_connect_info::<SocketAddr>();
             let result = axum::serve(listener, service)
                 .with_graceful_shutdown(async move {
                     let _ = signal.wait_for(|stop| *stop).await;
+                    mcp_stop.cancel();
                 })
                 .await;
             if let Err(e) = result {
@@ -185,6 +194,12 @@ impl RunningServer {
     /// The address the server listens on (with the real port when started with port 0).
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The relay: connected browsers and pending commands (what `browser-operator mcp` runs
+    /// its stdio MCP calls through).
+    pub fn relay(&self) -> &Arc<Relay> {
+        &self.relay
     }
 
     /// Stops accepting, fails waiting commands, closes every WebSocket and frees the port.
@@ -211,11 +226,14 @@ impl Drop for RunningServer {
     }
 }
 
-fn router(app: AppState, loopback: bool) -> Router {
+fn router(app: AppState, loopback: bool, mcp_stop: tokio_util::sync::CancellationToken) -> Router {
+    let mcp = mcp::router(app.clone(), mcp_stop);
     let guarded = Router::new()
         .route("/ws", get(ws::upgrade))
         .route("/commands", post(api::command))
         .route("/status", get(api::status))
+        .route("/disconnect", post(api::disconnect))
+        .merge(mcp)
         .route_layer(middleware::from_fn(guard::reject_web_origin));
     Router::new()
         .route("/", get(api::index))

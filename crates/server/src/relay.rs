@@ -9,7 +9,7 @@ use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 
 /// Target of a browser whose auth frame named none.
 pub const DEFAULT_TARGET: &str = "default";
@@ -123,8 +123,22 @@ impl std::error::Error for RegisterError {}
 
 struct Browser {
     connection: ConnectionId,
+    /// Unbounded, but never longer than the pending commands (at most `max_pending`).
     frames: mpsc::UnboundedSender<ServerFrame>,
     connected_at: u64,
+    /// The per-target token it authenticated with (`None`: the main token).
+    token_id: Option<String>,
+    /// Set to the reason when the server disconnects it (see [`Relay::disconnect`]).
+    kick: watch::Sender<Option<String>>,
+}
+
+/// Which connections [`Relay::disconnect`] closes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Disconnect {
+    /// The browser registered under this target.
+    Target(String),
+    /// Every browser that authenticated with this per-target token id.
+    TokenId(String),
 }
 
 #[derive(Default)]
@@ -153,11 +167,28 @@ pub struct Registration {
     relay: Arc<Relay>,
     target: String,
     connection: ConnectionId,
+    kicked: watch::Receiver<Option<String>>,
 }
 
 impl Registration {
     pub fn target(&self) -> &str {
         &self.target
+    }
+
+    /// Resolves with the reason once the server disconnects this browser (token revoked,
+    /// `POST /disconnect`); pending forever otherwise. The transport closes the connection
+    /// and tells the browser why (WebSocket: close 4001 with the reason).
+    pub async fn disconnected(&mut self) -> String {
+        let reason = match self.kicked.wait_for(Option::is_some).await {
+            Ok(reason) => reason.clone(),
+            Err(_) => None,
+        };
+        match reason {
+            Some(reason) => reason,
+            // The sender lives in the registry entry; gone without a reason never ends a
+            // live connection.
+            None => std::future::pending().await,
+        }
     }
 }
 
@@ -260,6 +291,18 @@ impl Relay {
         connection: ConnectionId,
         frames: mpsc::UnboundedSender<ServerFrame>,
     ) -> Result<Registration, RegisterError> {
+        self.register_as(target, connection, frames, None)
+    }
+
+    /// [`register`](Self::register) for a browser that authenticated with the per-target
+    /// token `token_id` (`None`: the main token), so revoking that token disconnects it.
+    pub fn register_as(
+        self: &Arc<Self>,
+        target: &str,
+        connection: ConnectionId,
+        frames: mpsc::UnboundedSender<ServerFrame>,
+        token_id: Option<&str>,
+    ) -> Result<Registration, RegisterError> {
         let mut state = self.lock();
         if state.closed {
             return Err(RegisterError::ShuttingDown);
@@ -270,19 +313,50 @@ impl Relay {
                 return Err(RegisterError::TargetTaken(target.to_string()));
             }
         }
+        let (kick, kicked) = watch::channel(None);
         state.browsers.insert(
             target.to_string(),
             Browser {
                 connection,
                 frames,
                 connected_at: unix_ms(),
+                token_id: token_id.map(str::to_string),
+                kick,
             },
         );
         Ok(Registration {
             relay: Arc::clone(self),
             target: target.to_string(),
             connection,
+            kicked,
         })
+    }
+
+    /// Disconnects the browsers `which` selects, telling each `reason`: they leave the registry
+    /// at once (no command is routed to them any more) and their transport closes the
+    /// connection. Returns how many were connected. Commands already sent keep waiting for
+    /// their result until their timeout, as with any disconnect.
+    pub fn disconnect(&self, which: &Disconnect, reason: &str) -> usize {
+        let mut state = self.lock();
+        let chosen: Vec<String> = state
+            .browsers
+            .iter()
+            .filter(|(target, b)| match which {
+                Disconnect::Target(t) => *target == t,
+                Disconnect::TokenId(id) => b.token_id.as_deref() == Some(id.as_str()),
+            })
+            .map(|(target, _)| target.clone())
+            .collect();
+        for target in &chosen {
+            if let Some(browser) = state.browsers.remove(target) {
+                browser.kick.send_replace(Some(reason.to_string()));
+                crate::log(format_args!(
+                    "disconnecting target '{target}' (connection {}): {reason}",
+                    browser.connection
+                ));
+            }
+        }
+        chosen.len()
     }
 
     /// Sends a command to the browser of `target` (or the only browser) and waits up to

@@ -38,6 +38,8 @@ pub(crate) async fn upgrade(
 enum Auth {
     Accepted {
         target: String,
+        /// The per-target token used, if not the main token.
+        token_id: Option<String>,
     },
     Refused(&'static str),
     BadTarget(String),
@@ -54,8 +56,8 @@ async fn session(app: AppState, peer: SocketAddr, mut socket: WebSocket) {
         auth = authenticate(&app, &mut socket) => auth,
         _ = stopped(&mut shutdown) => Auth::Gone,
     };
-    let target = match auth {
-        Auth::Accepted { target } => target,
+    let (target, token_id) = match auth {
+        Auth::Accepted { target, token_id } => (target, token_id),
         Auth::Refused(why) => {
             app.relay.auth_failed();
             crate::log(format_args!(
@@ -79,7 +81,10 @@ async fn session(app: AppState, peer: SocketAddr, mut socket: WebSocket) {
     };
 
     let (frames, mut outgoing) = mpsc::unbounded_channel();
-    let registration = match app.relay.register(&target, connection, frames) {
+    let registration = app
+        .relay
+        .register_as(&target, connection, frames, token_id.as_deref());
+    let mut registration = match registration {
         Ok(r) => r,
         Err(e) => {
             crate::log(format_args!(
@@ -108,6 +113,14 @@ async fn session(app: AppState, peer: SocketAddr, mut socket: WebSocket) {
 
     let reason = loop {
         tokio::select! {
+            // First: a disconnect also closes `outgoing`, and must win over "unregistered".
+            biased;
+            reason = registration.disconnected() => {
+                // Say why in a frame too: the close reason is limited to 123 bytes.
+                send_frame(&mut socket, &ServerFrame::Error { message: format!("Disconnected by the server: {reason}") }).await;
+                close(&mut socket, CLOSE_UNAUTHORIZED, &reason).await;
+                break "disconnected by the server";
+            }
             incoming = socket.recv() => match incoming {
                 Some(Ok(Message::Text(text))) => {
                     if let Some(reply) = handle_frame(&app, connection, text.as_str()) {
@@ -165,15 +178,25 @@ async fn authenticate(app: &AppState, socket: &mut WebSocket) -> Auth {
     };
     match serde_json::from_str::<ExtensionFrame>(&text) {
         Ok(ExtensionFrame::Auth { token, target }) => {
-            if !constant_time_eq(token.as_bytes(), app.token.as_bytes()) {
-                return Auth::Refused("wrong token");
-            }
-            let target = target
+            let asked = target
                 .map(|t| t.trim().to_string())
-                .filter(|t| !t.is_empty())
-                .unwrap_or_else(|| DEFAULT_TARGET.to_string());
+                .filter(|t| !t.is_empty());
+            // The main token may connect as any target; a per-target token only as its own.
+            let (target, token_id) = if constant_time_eq(token.as_bytes(), app.token.as_bytes()) {
+                (asked.unwrap_or_else(|| DEFAULT_TARGET.to_string()), None)
+            } else if let Some(issued) = app.tokens.find(&token) {
+                if asked.as_ref().is_some_and(|t| *t != issued.target) {
+                    return Auth::BadTarget(format!(
+                        "This token is for target '{}'; set that target in Options or leave it empty.",
+                        issued.target
+                    ));
+                }
+                (issued.target, Some(issued.id))
+            } else {
+                return Auth::Refused("wrong or revoked token");
+            };
             match check_target(&target) {
-                Ok(()) => Auth::Accepted { target },
+                Ok(()) => Auth::Accepted { target, token_id },
                 Err(why) => Auth::BadTarget(why),
             }
         }
@@ -246,10 +269,15 @@ async fn send_frame(socket: &mut WebSocket, frame: &ServerFrame) -> bool {
 
 /// Sends a Close frame and waits briefly for the peer's answer, so the close code arrives
 /// before the TCP connection goes away.
-async fn close(socket: &mut WebSocket, code: u16, reason: &'static str) {
+async fn close(socket: &mut WebSocket, code: u16, reason: &str) {
+    // A close reason is at most 123 bytes.
+    let mut end = reason.len().min(123);
+    while !reason.is_char_boundary(end) {
+        end -= 1;
+    }
     let frame = CloseFrame {
         code,
-        reason: Utf8Bytes::from_static(reason),
+        reason: Utf8Bytes::from(reason[..end].to_string()),
     };
     let drain = async {
         if socket.send(Message::Close(Some(frame))).await.is_err() {

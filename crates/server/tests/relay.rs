@@ -23,6 +23,7 @@ async fn start_with(addr: SocketAddr, command_timeout: Duration) -> RunningServe
         token: TOKEN.into(),
         command_timeout,
         auth_timeout: Duration::from_secs(2),
+        tokens: Default::default(),
     })
     .await
     .expect("server starts")

@@ -1,0 +1,664 @@
+//! The MCP endpoint (`/mcp`, streamable HTTP), per-target tokens and their revocation, and the
+//! server's refusals, driven in-process by a fake extension over a real WebSocket and by raw
+//! HTTP and MCP JSON-RPC requests.
+
+use browser_operator_server::tokens::{TokenStore, TOKENS_FILE};
+use browser_operator_server::{RunningServer, ServerConfig};
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Read};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+
+const TOKEN: &str = "mcp-test-token-0123";
+const WAIT: Duration = Duration::from_secs(10);
+
+type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
+
+fn store_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("bo-mcp-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+async fn start(tokens: TokenStore) -> RunningServer {
+    let mut config = ServerConfig::new("127.0.0.1:0".parse().unwrap(), TOKEN);
+    config.command_timeout = Duration::from_secs(20);
+    config.auth_timeout = Duration::from_secs(2);
+    config.tokens = tokens;
+    RunningServer::start(config).await.expect("server starts")
+}
+
+/// One raw HTTP/1.1 request; the status and body.
+async fn http(addr: SocketAddr, head: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
+    let mut request = format!("{head} HTTP/1.1\r\nConnection: close\r\n");
+    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+        request.push_str(&format!("Host: {addr}\r\n"));
+    }
+    for (k, v) in headers {
+        request.push_str(&format!("{k}: {v}\r\n"));
+    }
+    request.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = Vec::new();
+    tokio::time::timeout(WAIT, stream.read_to_end(&mut response))
+        .await
+        .expect("response in time")
+        .unwrap();
+    let response = String::from_utf8_lossy(&response).into_owned();
+    let status = response[9..12].parse().unwrap();
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (status, body)
+}
+
+const BEARER: (&str, &str) = ("Authorization", "Bearer mcp-test-token-0123");
+
+/// A minimal MCP client over streamable HTTP (blocking; call it from `spawn_blocking`).
+#[derive(Clone)]
+struct Mcp {
+    url: String,
+    token: String,
+    session: String,
+}
+
+fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(30)))
+        .build()
+        .into()
+}
+
+/// The JSON-RPC messages of a response body: plain JSON or an SSE stream.
+fn messages(body: &str) -> Vec<Value> {
+    if let Ok(v) = serde_json::from_str::<Value>(body) {
+        return vec![v];
+    }
+    body.lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str(d.trim()).ok())
+        .collect()
+}
+
+impl Mcp {
+    fn post(&self, body: &Value) -> ureq::http::Response<ureq::Body> {
+        let mut req = agent()
+            .post(&self.url)
+            .header("Authorization", format!("Bearer {}", self.token))
+            .header("Accept", "application/json, text/event-stream")
+            .header("Content-Type", "application/json");
+        if !self.session.is_empty() {
+            req = req.header("Mcp-Session-Id", &self.session);
+        }
+        req.send(body.to_string()).expect("POST /mcp")
+    }
+
+    fn connect(addr: SocketAddr) -> Mcp {
+        let mut mcp = Mcp {
+            url: format!("http://{addr}/mcp"),
+            token: TOKEN.into(),
+            session: String::new(),
+        };
+        let mut response = mcp.post(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}));
+        assert_eq!(response.status().as_u16(), 200);
+        mcp.session = response
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string();
+        let body = response.body_mut().read_to_string().unwrap();
+        let init = messages(&body);
+        assert_eq!(
+            init[0]["result"]["serverInfo"]["name"], "browser-operator",
+            "{body}"
+        );
+        let r = mcp.post(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        assert!(r.status().is_success(), "{}", r.status());
+        mcp
+    }
+
+    /// The response to request `id` (notifications before it are skipped).
+    fn request(&self, id: u64, method: &str, params: Value) -> Value {
+        let mut response =
+            self.post(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let body = response.body_mut().read_to_string().unwrap();
+        messages(&body)
+            .into_iter()
+            .find(|m| m["id"] == json!(id))
+            .unwrap_or_else(|| panic!("no response to {method} in {body}"))
+    }
+
+    fn call(&self, id: u64, tool: &str, args: Value) -> Value {
+        self.request(id, "tools/call", json!({"name": tool, "arguments": args}))["result"].clone()
+    }
+}
+
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    tokio::task::spawn_blocking(f).await.unwrap()
+}
+
+async fn connect_ws(addr: SocketAddr) -> Ws {
+    tokio_tungstenite::connect_async(format!("ws://{addr}/ws"))
+        .await
+        .expect("upgrade")
+        .0
+}
+
+async fn send(ws: &mut Ws, v: Value) {
+    ws.send(Message::text(v.to_string())).await.unwrap();
+}
+
+async fn next_json(ws: &mut Ws) -> Value {
+    loop {
+        let msg = tokio::time::timeout(WAIT, ws.next())
+            .await
+            .expect("a frame in time")
+            .expect("socket open")
+            .expect("no error");
+        match msg {
+            Message::Text(t) => return serde_json::from_str(t.as_str()).unwrap(),
+            Message::Ping(_) | Message::Pong(_) => continue,
+            other => panic!("expected a text frame, got {other:?}"),
+        }
+    }
+}
+
+/// The close code the server sends next, and the text frames before it.
+async fn close_code(ws: &mut Ws) -> (Option<u16>, Vec<Value>) {
+    let mut frames = Vec::new();
+    loop {
+        match tokio::time::timeout(WAIT, ws.next())
+            .await
+            .expect("close in time")
+        {
+            Some(Ok(Message::Close(frame))) => {
+                let _ = tokio::time::timeout(WAIT, ws.next()).await;
+                return (frame.map(|f| u16::from(f.code)), frames);
+            }
+            Some(Ok(Message::Text(t))) => frames.push(serde_json::from_str(t.as_str()).unwrap()),
+            Some(Ok(_)) => continue,
+            Some(Err(_)) | None => return (None, frames),
+        }
+    }
+}
+
+/// A fake extension: authenticates with `token` (and `target`), expects auth_ok.
+async fn extension(addr: SocketAddr, token: &str, target: Option<&str>) -> Ws {
+    let mut ws = connect_ws(addr).await;
+    let mut auth = json!({"type": "auth", "token": token});
+    if let Some(t) = target {
+        auth["target"] = json!(t);
+    }
+    send(&mut ws, auth).await;
+    assert_eq!(next_json(&mut ws).await, json!({"type": "auth_ok"}));
+    ws
+}
+
+/// Answers the next command with `result` (a tool result) and returns the command.
+async fn answer(ws: &mut Ws, result: Value) -> Value {
+    let cmd = next_json(ws).await;
+    assert_eq!(cmd["type"], "command", "{cmd}");
+    send(
+        ws,
+        json!({"type": "result", "commandId": cmd["id"], "result": result}),
+    )
+    .await;
+    cmd
+}
+
+async fn status(addr: SocketAddr) -> Value {
+    let (code, body) = http(addr, "GET /status", &[BEARER], "").await;
+    assert_eq!(code, 200, "{body}");
+    serde_json::from_str(&body).unwrap()
+}
+
+async fn wait_until(addr: SocketAddr, what: &str, check: impl Fn(&Value) -> bool) {
+    for _ in 0..200 {
+        if check(&status(addr).await) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("{what} never happened: {}", status(addr).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_lists_the_catalog_and_maps_results() {
+    let server = start(TokenStore::none()).await;
+    let addr = server.addr();
+    let mcp = blocking(move || Mcp::connect(addr)).await;
+
+    let m = mcp.clone();
+    let list = blocking(move || m.request(1, "tools/list", json!({}))).await;
+    let tools = list["result"]["tools"].as_array().expect("tools").clone();
+    for spec in protocol::catalog() {
+        let tool = tools
+            .iter()
+            .find(|t| t["name"] == spec.name)
+            .unwrap_or_else(|| panic!("{} listed", spec.name));
+        assert_eq!(tool["inputSchema"], spec.input_schema);
+        assert_eq!(tool["description"], spec.description);
+    }
+    assert!(tools.iter().any(|t| t["name"] == "select_browser"));
+
+    // No browser: an error result that says what to do, not a protocol error.
+    let m = mcp.clone();
+    let r = blocking(move || m.call(2, "tabs_context_mcp", json!({}))).await;
+    assert_eq!(r["isError"], true);
+    assert!(r["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .starts_with("No browser is connected"));
+
+    let mut ext = extension(addr, TOKEN, None).await;
+    let m = mcp.clone();
+    let call = tokio::spawn(blocking(move || {
+        m.call(3, "computer", json!({"action": "screenshot", "tabId": 7}))
+    }));
+    let cmd = answer(
+        &mut ext,
+        json!({"content": [{"type": "text", "text": "shot"}, {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}]}),
+    )
+    .await;
+    assert_eq!(cmd["tool"], "computer");
+    assert_eq!(cmd["args"], json!({"action": "screenshot", "tabId": 7}));
+    let r = call.await.unwrap();
+    assert_eq!(r["isError"], false);
+    assert_eq!(r["content"][0], json!({"type": "text", "text": "shot"}));
+    assert_eq!(
+        r["content"][1],
+        json!({"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"})
+    );
+
+    let m = mcp.clone();
+    let call = tokio::spawn(blocking(move || m.call(4, "navigate", json!({"tabId": 1}))));
+    let cmd = next_json(&mut ext).await;
+    send(
+        &mut ext,
+        json!({"type": "result", "commandId": cmd["id"], "error": "Invalid arguments: 'url' is required"}),
+    )
+    .await;
+    let r = call.await.unwrap();
+    assert_eq!(r["isError"], true);
+    assert_eq!(
+        r["content"][0]["text"],
+        "Invalid arguments: 'url' is required"
+    );
+
+    let m = mcp.clone();
+    let r = blocking(move || m.call(5, "no_such_tool", json!({}))).await;
+    assert_eq!(r["isError"], true);
+    assert!(r["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("Unknown tool 'no_such_tool'"));
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn several_browsers_are_chosen_per_session() {
+    let server = start(TokenStore::none()).await;
+    let addr = server.addr();
+    let mut a = extension(addr, TOKEN, Some("a")).await;
+    let mut b = extension(addr, TOKEN, Some("b")).await;
+    let mcp = blocking(move || Mcp::connect(addr)).await;
+
+    let m = mcp.clone();
+    let r = blocking(move || m.call(1, "tabs_context_mcp", json!({}))).await;
+    assert_eq!(r["isError"], true);
+    assert!(r["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("Connected targets: 'a', 'b'"));
+
+    let m = mcp.clone();
+    let r = blocking(move || m.call(2, "list_connected_browsers", json!({}))).await;
+    let listed: Value = serde_json::from_str(r["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        listed,
+        json!({"browsers": [{"target": "a", "selected": false}, {"target": "b", "selected": false}], "selected": null})
+    );
+
+    let m = mcp.clone();
+    let r = blocking(move || m.call(3, "select_browser", json!({"target": "nope"}))).await;
+    assert_eq!(r["isError"], true);
+    assert!(r["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("No browser is connected with target 'nope'"));
+
+    let m = mcp.clone();
+    let r = blocking(move || m.call(4, "select_browser", json!({"target": "b"}))).await;
+    assert_eq!(r["isError"], false, "{r}");
+    let m = mcp.clone();
+    let call = tokio::spawn(blocking(move || m.call(5, "tabs_context_mcp", json!({}))));
+    answer(
+        &mut b,
+        json!({"content": [{"type": "text", "text": "from b"}]}),
+    )
+    .await;
+    assert_eq!(call.await.unwrap()["content"][0]["text"], "from b");
+
+    // Another session has its own choice.
+    let other = blocking(move || Mcp::connect(addr)).await;
+    let o = other.clone();
+    let r = blocking(move || o.call(1, "select_browser", json!({"target": "a"}))).await;
+    assert_eq!(r["isError"], false);
+    let o = other.clone();
+    let call = tokio::spawn(blocking(move || o.call(2, "tabs_context_mcp", json!({}))));
+    answer(
+        &mut a,
+        json!({"content": [{"type": "text", "text": "from a"}]}),
+    )
+    .await;
+    assert_eq!(call.await.unwrap()["content"][0]["text"], "from a");
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_is_reported_and_cancelling_frees_the_pending_command() {
+    let server = start(TokenStore::none()).await;
+    let addr = server.addr();
+    let mut ext = extension(addr, TOKEN, None).await;
+    let mcp = blocking(move || Mcp::connect(addr)).await;
+
+    // A call with a progress token hears progress while the browser works.
+    let m = mcp.clone();
+    let (saw_progress, got_progress) = std::sync::mpsc::channel();
+    let call = tokio::spawn(blocking(move || {
+        let mut response = m.post(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "computer", "arguments": {"action": "wait"}, "_meta": {"progressToken": "p1"}}}));
+        let reader = BufReader::new(response.body_mut().as_reader());
+        for line in reader.lines() {
+            let line = line.unwrap();
+            let Some(data) = line.strip_prefix("data:") else {
+                continue;
+            };
+            let Ok(msg) = serde_json::from_str::<Value>(data.trim()) else {
+                continue;
+            };
+            if msg["method"] == "notifications/progress" {
+                assert_eq!(msg["params"]["progressToken"], "p1");
+                let _ = saw_progress.send(msg["params"]["message"].clone());
+            }
+            if msg["id"] == 1 {
+                return msg["result"].clone();
+            }
+        }
+        panic!("the stream ended without a result");
+    }));
+    let cmd = next_json(&mut ext).await;
+    let note = blocking(move || {
+        got_progress
+            .recv_timeout(WAIT)
+            .expect("a progress notification")
+    })
+    .await;
+    assert!(
+        note.as_str()
+            .unwrap()
+            .contains("computer: waiting for the browser"),
+        "{note}"
+    );
+    send(&mut ext, json!({"type": "result", "commandId": cmd["id"], "result": {"content": [{"type": "text", "text": "done"}]}})).await;
+    assert_eq!(call.await.unwrap()["content"][0]["text"], "done");
+
+    // A cancelled call stops waiting: its pending slot is freed while the browser still works.
+    let m = mcp.clone();
+    let _abandoned = std::thread::spawn(move || {
+        let mut r = m.post(
+            &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "computer", "arguments": {"action": "wait"}}}),
+        );
+        let mut sink = Vec::new();
+        let _ = r.body_mut().as_reader().read_to_end(&mut sink);
+    });
+    let cmd = next_json(&mut ext).await;
+    assert_eq!(status(addr).await["pendingCommands"], 1);
+    let m = mcp.clone();
+    blocking(move || {
+        let r = m.post(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2, "reason": "user stopped"}}));
+        assert!(r.status().is_success(), "{}", r.status());
+    })
+    .await;
+    wait_until(addr, "the cancelled command leaving", |s| {
+        s["pendingCommands"] == 0
+    })
+    .await;
+    // Its late result is ignored and the connection keeps serving.
+    send(
+        &mut ext,
+        json!({"type": "result", "commandId": cmd["id"], "result": {"content": []}}),
+    )
+    .await;
+    let m = mcp.clone();
+    let call = tokio::spawn(blocking(move || m.call(3, "tabs_context_mcp", json!({}))));
+    answer(
+        &mut ext,
+        json!({"content": [{"type": "text", "text": "still here"}]}),
+    )
+    .await;
+    assert_eq!(call.await.unwrap()["content"][0]["text"], "still here");
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_refuses_foreign_hosts_web_origins_and_wrong_tokens() {
+    let server = start(TokenStore::none()).await;
+    let addr = server.addr();
+    let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let accept = ("Accept", "application/json, text/event-stream");
+    let json_type = ("Content-Type", "application/json");
+
+    let (code, body) = http(
+        addr,
+        "POST /mcp",
+        &[("Host", "evil.example:8787"), BEARER, accept, json_type],
+        init,
+    )
+    .await;
+    assert_eq!(code, 403, "{body}");
+    let (code, body) = http(
+        addr,
+        "POST /mcp",
+        &[
+            ("Origin", "https://evil.example"),
+            BEARER,
+            accept,
+            json_type,
+        ],
+        init,
+    )
+    .await;
+    assert_eq!(code, 403, "{body}");
+    assert!(
+        body.contains("requests from web pages are not accepted"),
+        "{body}"
+    );
+    let (code, _) = http(
+        addr,
+        "POST /mcp",
+        &[("Origin", "null"), BEARER, accept, json_type],
+        init,
+    )
+    .await;
+    assert_eq!(code, 403);
+    let (code, _) = http(addr, "POST /mcp", &[accept, json_type], init).await;
+    assert_eq!(code, 401);
+    let (code, _) = http(
+        addr,
+        "POST /mcp",
+        &[
+            ("Authorization", "Bearer mcp-test-token-0124"),
+            accept,
+            json_type,
+        ],
+        init,
+    )
+    .await;
+    assert_eq!(code, 401);
+    // Still serving the right requests.
+    let (code, body) = http(addr, "POST /mcp", &[BEARER, accept, json_type], init).await;
+    assert_eq!(code, 200, "{body}");
+    assert!(body.contains("browser-operator"), "{body}");
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn per_target_tokens_connect_only_as_their_target_and_revoking_disconnects() {
+    let dir = store_dir("tokens");
+    let store = TokenStore::at(dir.join(TOKENS_FILE));
+    let work = store.issue("work").unwrap();
+    let server = start(store.clone()).await;
+    let addr = server.addr();
+
+    // Without a target it connects as its own; another target is refused.
+    let mut browser = extension(addr, &work.token, None).await;
+    let mut main = extension(addr, TOKEN, Some("home")).await;
+    let mut wrong = connect_ws(addr).await;
+    send(
+        &mut wrong,
+        json!({"type": "auth", "token": work.token, "target": "home2"}),
+    )
+    .await;
+    let (code, frames) = close_code(&mut wrong).await;
+    assert_eq!(code, Some(1008));
+    assert!(frames[0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("This token is for target 'work'"));
+    let targets = |s: &Value| {
+        s["browsers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b["target"].as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(targets(&status(addr).await), ["home", "work"]);
+
+    // Revoking: the store forgets it, the server closes its connection with 4001 and says why.
+    store.revoke(&work.id).unwrap();
+    let body = json!({"tokenId": work.id, "reason": "token revoked"}).to_string();
+    let (code, reply) = http(addr, "POST /disconnect", &[BEARER], &body).await;
+    assert_eq!(code, 200, "{reply}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&reply).unwrap(),
+        json!({"disconnected": 1})
+    );
+    let (code, frames) = close_code(&mut browser).await;
+    assert_eq!(code, Some(4001));
+    assert_eq!(
+        frames,
+        [json!({"type": "error", "message": "Disconnected by the server: token revoked"})]
+    );
+    assert_eq!(targets(&status(addr).await), ["home"]);
+
+    // The revoked token can't come back; a wrong one neither; the rest keeps working.
+    for token in [work.token.as_str(), "not-a-token"] {
+        let mut again = connect_ws(addr).await;
+        send(&mut again, json!({"type": "auth", "token": token})).await;
+        assert_eq!(close_code(&mut again).await.0, Some(4001));
+    }
+    let (code, _) = http(addr, "POST /disconnect", &[], &body).await;
+    assert_eq!(code, 401);
+    let call = tokio::spawn(async move {
+        http(
+            addr,
+            "POST /commands",
+            &[BEARER],
+            r#"{"tool":"tabs_context_mcp"}"#,
+        )
+        .await
+    });
+    answer(&mut main, json!({"content": []})).await;
+    assert_eq!(call.await.unwrap().0, 200);
+    server.shutdown().await;
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversized_frame_closes_only_that_connection() {
+    let server = start(TokenStore::none()).await;
+    let addr = server.addr();
+    let mut big = extension(addr, TOKEN, Some("big")).await;
+    let mut other = extension(addr, TOKEN, Some("other")).await;
+    let huge = "x".repeat(browser_operator_server::ws::MAX_MESSAGE_SIZE + 1);
+    let _ = big.send(Message::text(huge)).await;
+    let (code, _) = close_code(&mut big).await;
+    assert!(matches!(code, None | Some(1009)), "{code:?}");
+    wait_until(addr, "the oversized connection leaving", |s| {
+        s["browsers"].as_array().is_some_and(|b| b.len() == 1)
+    })
+    .await;
+    let call = tokio::spawn(async move {
+        http(
+            addr,
+            "POST /commands",
+            &[BEARER],
+            r#"{"tool":"tabs_context_mcp"}"#,
+        )
+        .await
+    });
+    answer(&mut other, json!({"content": []})).await;
+    assert_eq!(call.await.unwrap().0, 200);
+    // An oversized MCP request body is refused too, and the server keeps serving.
+    let body = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{{\"pad\":\"{}\"}}}}",
+        "y".repeat(5 << 20)
+    );
+    let (code, _) = http(
+        addr,
+        "POST /mcp",
+        &[
+            BEARER,
+            ("Accept", "application/json, text/event-stream"),
+            ("Content-Type", "application/json"),
+        ],
+        &body,
+    )
+    .await;
+    assert_eq!(code, 413);
+    assert_eq!(status(addr).await["browsers"].as_array().unwrap().len(), 1);
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_sessions_are_bounded() {
+    use browser_operator_server::mcp::MAX_SESSIONS;
+    let server = start(TokenStore::none()).await;
+    let addr = server.addr();
+    let sessions = blocking(move || {
+        (0..MAX_SESSIONS)
+            .map(|_| Mcp::connect(addr))
+            .collect::<Vec<_>>()
+    })
+    .await;
+    let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let headers = [
+        BEARER,
+        ("Accept", "application/json, text/event-stream"),
+        ("Content-Type", "application/json"),
+    ];
+    let (code, body) = http(addr, "POST /mcp", &headers, init).await;
+    assert_eq!(code, 503, "{body}");
+    assert!(body.contains("Too many MCP sessions"), "{body}");
+    // The live sessions keep working.
+    let first = sessions[0].clone();
+    let list = blocking(move || first.request(1, "tools/list", json!({}))).await;
+    assert!(list["result"]["tools"]
+        .as_array()
+        .is_some_and(|t| !t.is_empty()));
+    server.shutdown().await;
+}

@@ -1,0 +1,136 @@
+//! Round-trip time of one cheap tool call (`tabs_context_mcp`) to the real extension in headless
+//! Chromium, through each way in: `POST /commands` (the baseline), MCP over streamable HTTP at
+//! `/mcp`, `browser-operator mcp` over stdio with its own relay, and `mcp` over stdio forwarding
+//! to a running server. Prints median and p90 side by side.
+//!
+//! `cargo run --release -p browser-operator-e2e --bin bench_mcp [calls]` (after ./build.sh build)
+
+use browser_operator_e2e::mcp::{text_of, HttpMcp, StdioMcp};
+use browser_operator_e2e::{Backend, Browser, BrowserOptions, Error, Result};
+use serde_json::json;
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+const CONNECT: Duration = Duration::from_secs(30);
+
+async fn measure<F, Fut>(calls: usize, mut call: F) -> Result<Vec<Duration>>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<()>>,
+{
+    // Warm up: the first calls attach and create the group.
+    for _ in 0..5 {
+        call().await?;
+    }
+    let mut times = Vec::with_capacity(calls);
+    for _ in 0..calls {
+        let start = Instant::now();
+        call().await?;
+        times.push(start.elapsed());
+    }
+    times.sort();
+    Ok(times)
+}
+
+fn row(name: &str, times: &[Duration], baseline: Duration) {
+    let median = times[times.len() / 2];
+    let p90 = times[times.len() * 9 / 10];
+    let extra = median.as_secs_f64() * 1000.0 - baseline.as_secs_f64() * 1000.0;
+    println!(
+        "{name:<40} {:>9.2} {:>9.2} {:>+10.2}",
+        median.as_secs_f64() * 1000.0,
+        p90.as_secs_f64() * 1000.0,
+        extra
+    );
+}
+
+fn cli() -> Result<std::path::PathBuf> {
+    let exe = std::env::current_exe().map_err(|e| Error::new(e.to_string()))?;
+    let cli = exe.with_file_name("browser-operator-cli");
+    if !cli.is_file() {
+        return Err(Error::new(format!(
+            "{} is missing: cargo build --release -p browser-operator-e2e --bins",
+            cli.display()
+        )));
+    }
+    Ok(cli)
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    browser_operator_e2e::init();
+    let calls: usize = std::env::args()
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(200);
+    let cli = cli()?;
+    let cli = cli.to_string_lossy().into_owned();
+    let dir = std::env::temp_dir().join(format!("bo-bench-mcp-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| Error::new(e.to_string()))?;
+    let args = json!({"createIfEmpty": true});
+
+    let backend = Backend::start().await?;
+    let browser = Browser::launch(BrowserOptions::default()).await?;
+    browser
+        .configure_extension(&backend.ws_url(), backend.token(), None)
+        .await?;
+    backend.wait_browsers(1, CONNECT).await?;
+
+    let api = measure(calls, || async {
+        backend
+            .text("tabs_context_mcp", args.clone())
+            .await
+            .map(drop)
+    })
+    .await?;
+    let http = HttpMcp::connect(&backend.http_url(), backend.token()).await?;
+    let over_http = measure(calls, || async {
+        text_of(&http.call("tabs_context_mcp", args.clone()).await?).map(drop)
+    })
+    .await?;
+    let port: u16 = backend
+        .http_url()
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .ok_or_else(|| Error::new("no port"))?;
+    let forward =
+        StdioMcp::spawn(&cli, port, backend.token(), &dir, &dir.join("forward.log")).await?;
+    let forwarded = measure(calls, || async {
+        text_of(&forward.call("tabs_context_mcp", args.clone()).await?).map(drop)
+    })
+    .await?;
+    forward.close().await?;
+
+    // stdio with its own relay, and its own browser connected to it.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map_err(|e| Error::new(e.to_string()))?
+        .port();
+    let token =
+        browser_operator_server::token::generate().map_err(|e| Error::new(e.to_string()))?;
+    let stdio = StdioMcp::spawn(&cli, port, &token, &dir, &dir.join("stdio.log")).await?;
+    let second = Browser::launch(BrowserOptions::default()).await?;
+    second
+        .configure_extension(&format!("ws://127.0.0.1:{port}/ws"), &token, None)
+        .await?;
+    second.wait_status("connected", CONNECT).await?;
+    let over_stdio = measure(calls, || async {
+        text_of(&stdio.call("tabs_context_mcp", args.clone()).await?).map(drop)
+    })
+    .await?;
+    stdio.close().await?;
+
+    let baseline = api[api.len() / 2];
+    println!("tabs_context_mcp round trip to headless Chromium, {calls} calls each (ms)");
+    println!(
+        "{:<40} {:>9} {:>9} {:>10}",
+        "path", "median", "p90", "vs API"
+    );
+    row("POST /commands (baseline)", &api, baseline);
+    row("MCP streamable HTTP /mcp", &over_http, baseline);
+    row("MCP stdio, own relay", &over_stdio, baseline);
+    row("MCP stdio, forwarding to serve", &forwarded, baseline);
+    let _ = std::fs::remove_dir_all(dir);
+    Ok(())
+}
