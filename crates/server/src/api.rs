@@ -1,5 +1,6 @@
 //! The HTTP API: `POST /commands` (run a tool in the browser and wait for its result),
-//! `GET /status` (connected browsers and counters) and the plain-text index page.
+//! `GET /status` (connected browsers and counters), `POST /disconnect` and the plain-text index
+//! page.
 
 use crate::guard::bearer_matches;
 use crate::relay::CommandError;

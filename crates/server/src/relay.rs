@@ -1,6 +1,6 @@
 //! The relay between command senders and browsers: which browsers are connected under which
 //! target, the commands waiting for a result, routing a command to its browser and its result
-//! back, and the counters `/status` reports.
+//! back, disconnecting browsers on the server's initiative, and the counters `/status` reports.
 
 use protocol::{CommandResult, ServerFrame};
 use serde_json::{Map, Value};
