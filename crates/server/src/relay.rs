@@ -592,6 +592,29 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn disconnect_by_target_or_token_id_tells_the_reason() {
+        let relay = Arc::new(Relay::new());
+        let (tx, _rx_a) = mpsc::unbounded_channel();
+        let mut a = relay.register_as("a", 1, tx, Some("tok_1")).unwrap();
+        let (tx, _rx_b) = mpsc::unbounded_channel();
+        let mut b = relay.register_as("b", 2, tx, None).unwrap();
+        let (_c, _rx_c) = browser(&relay, "c");
+        assert_eq!(relay.disconnect(&Disconnect::TokenId("tok_2".into()), "x"), 0);
+        assert_eq!(
+            relay.disconnect(&Disconnect::TokenId("tok_1".into()), "token revoked"),
+            1
+        );
+        assert_eq!(a.disconnected().await, "token revoked");
+        assert_eq!(relay.disconnect(&Disconnect::Target("b".into()), "bye"), 1);
+        assert_eq!(b.disconnected().await, "bye");
+        let left: Vec<_> = relay.browsers().into_iter().map(|b| b.target).collect();
+        assert_eq!(left, ["c"]);
+        // The freed targets can connect again.
+        let (tx, _rx) = mpsc::unbounded_channel();
+        assert!(relay.register("a", 4, tx).is_ok());
+    }
+
+    #[tokio::test]
     async fn pending_limit() {
         let relay = Arc::new(Relay::with_limit(1));
         let (_reg, _rx) = browser(&relay, "default");
