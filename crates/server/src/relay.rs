@@ -599,7 +599,10 @@ mod tests {
         let (tx, _rx_b) = mpsc::unbounded_channel();
         let mut b = relay.register_as("b", 2, tx, None).unwrap();
         let (_c, _rx_c) = browser(&relay, "c");
-        assert_eq!(relay.disconnect(&Disconnect::TokenId("tok_2".into()), "x"), 0);
+        assert_eq!(
+            relay.disconnect(&Disconnect::TokenId("tok_2".into()), "x"),
+            0
+        );
         assert_eq!(
             relay.disconnect(&Disconnect::TokenId("tok_1".into()), "token revoked"),
             1
