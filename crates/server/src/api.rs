@@ -1,5 +1,6 @@
 //! The HTTP API: `POST /commands` (run a tool in the browser and wait for its result),
-//! `GET /status` (connected browsers and counters) and the plain-text index page.
+//! `GET /status` (connected browsers and counters), `POST /disconnect` and the plain-text index
+//! page.
 
 use crate::guard::bearer_matches;
 use crate::relay::CommandError;
@@ -245,7 +246,9 @@ pub(crate) async fn index(State(app): State<AppState>) -> Response {
          \n\
          Command API (Authorization: Bearer <token>):\n\
          \x20 POST /commands  {{\"tool\": \"...\", \"args\": {{...}}, \"target\": \"...\", \"timeoutMs\": n}}\n\
-         \x20 GET  /status\n",
+         \x20 GET  /status\n\
+         \n\
+         MCP (streamable HTTP, same bearer token): http://{addr}/mcp\n",
         version = env!("CARGO_PKG_VERSION"),
     );
     ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response()

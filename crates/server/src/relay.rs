@@ -1,6 +1,6 @@
 //! The relay between command senders and browsers: which browsers are connected under which
 //! target, the commands waiting for a result, routing a command to its browser and its result
-//! back, and the counters `/status` reports.
+//! back, disconnecting browsers on the server's initiative, and the counters `/status` reports.
 
 use protocol::{CommandResult, ServerFrame};
 use serde_json::{Map, Value};
@@ -589,6 +589,32 @@ mod tests {
         assert_eq!(relay.browsers().len(), 1);
         drop(first);
         assert!(relay.browsers().is_empty());
+    }
+
+    #[tokio::test]
+    async fn disconnect_by_target_or_token_id_tells_the_reason() {
+        let relay = Arc::new(Relay::new());
+        let (tx, _rx_a) = mpsc::unbounded_channel();
+        let mut a = relay.register_as("a", 1, tx, Some("tok_1")).unwrap();
+        let (tx, _rx_b) = mpsc::unbounded_channel();
+        let mut b = relay.register_as("b", 2, tx, None).unwrap();
+        let (_c, _rx_c) = browser(&relay, "c");
+        assert_eq!(
+            relay.disconnect(&Disconnect::TokenId("tok_2".into()), "x"),
+            0
+        );
+        assert_eq!(
+            relay.disconnect(&Disconnect::TokenId("tok_1".into()), "token revoked"),
+            1
+        );
+        assert_eq!(a.disconnected().await, "token revoked");
+        assert_eq!(relay.disconnect(&Disconnect::Target("b".into()), "bye"), 1);
+        assert_eq!(b.disconnected().await, "bye");
+        let left: Vec<_> = relay.browsers().into_iter().map(|b| b.target).collect();
+        assert_eq!(left, ["c"]);
+        // The freed targets can connect again.
+        let (tx, _rx) = mpsc::unbounded_channel();
+        assert!(relay.register("a", 4, tx).is_ok());
     }
 
     #[tokio::test]

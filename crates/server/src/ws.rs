@@ -1,5 +1,6 @@
-//! The WebSocket endpoint (`GET /ws`) the extension connects to: the auth handshake, one
-//! registered connection per target, commands out and results in, and closing on shutdown.
+//! The WebSocket endpoint (`GET /ws`) the extension connects to: the auth handshake (main or
+//! per-target token), one registered connection per target, commands out and results in, and
+//! closing on shutdown or when the server disconnects it (close 4001 with the reason).
 
 use crate::guard::constant_time_eq;
 use crate::relay::{ConnectionId, RegisterError, DEFAULT_TARGET};

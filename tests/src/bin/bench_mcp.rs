@@ -83,6 +83,33 @@ async fn main() -> Result<()> {
             .map(drop)
     })
     .await?;
+    // The same API over one kept-alive connection (the CLI's `call` opens one per call).
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(Duration::from_secs(60)))
+        .build()
+        .into();
+    let commands = format!("{}/commands", backend.http_url());
+    let auth = format!("Bearer {}", backend.token());
+    let body = json!({"tool": "tabs_context_mcp", "args": args}).to_string();
+    let api_kept = measure(calls, || {
+        let (agent, commands, auth, body) =
+            (agent.clone(), commands.clone(), auth.clone(), body.clone());
+        async move {
+            tokio::task::spawn_blocking(move || {
+                agent
+                    .post(&commands)
+                    .header("Authorization", &auth)
+                    .header("Content-Type", "application/json")
+                    .send(body)
+                    .and_then(|mut r| r.body_mut().read_to_string())
+                    .map(drop)
+                    .map_err(|e| Error::new(format!("POST /commands: {e}")))
+            })
+            .await
+            .map_err(|e| Error::new(e.to_string()))?
+        }
+    })
+    .await?;
     let http = HttpMcp::connect(&backend.http_url(), backend.token()).await?;
     let over_http = measure(calls, || async {
         text_of(&http.call("tabs_context_mcp", args.clone()).await?).map(drop)
@@ -127,7 +154,8 @@ async fn main() -> Result<()> {
         "{:<40} {:>9} {:>9} {:>10}",
         "path", "median", "p90", "vs API"
     );
-    row("POST /commands (baseline)", &api, baseline);
+    row("POST /commands, new connection (baseline)", &api, baseline);
+    row("POST /commands, kept-alive connection", &api_kept, baseline);
     row("MCP streamable HTTP /mcp", &over_http, baseline);
     row("MCP stdio, own relay", &over_stdio, baseline);
     row("MCP stdio, forwarding to serve", &forwarded, baseline);
