@@ -81,7 +81,111 @@ pub fn catalog() -> Vec<ToolSpec> {
                 "required": ["text", "tabId"]
             }),
         },
+        ToolSpec {
+            name: "read_page",
+            description: "The accessibility tree of a tab of the automation group, one element a line: role \"name\" [ref_N] and useful attributes (href, value, checked, expanded, disabled, …), indented by level, ending with the viewport size. Refs name elements for form_input, computer (clicks, scroll_to) and ref_id; they stay the same for an element across calls. filter \"interactive\" lists only what can be acted on, in or near the viewport. Covers shadow roots and iframes.",
+            input_schema: json!({
+                "type": "object",
+                "properties": {
+                    "tabId": tab_id(),
+                    "filter": {"type": "string", "enum": ["interactive", "all"], "description": "\"all\" (default) or \"interactive\" (only actionable elements in or near the viewport)."},
+                    "depth": {"type": "integer", "minimum": 1, "maximum": 100, "description": "How many levels of the tree to show (default 15)."},
+                    "ref_id": {"type": "string", "description": "Show only the subtree of this element (a ref from read_page or find)."},
+                    "max_chars": {"type": "integer", "minimum": 100, "maximum": 1000000, "description": "Largest result accepted (default 50000); over it, an error suggests a smaller depth or a ref_id."}
+                },
+                "required": ["tabId"]
+            }),
+        },
+        ToolSpec {
+            name: "find",
+            description: "Find elements of a tab of the automation group by a plain-language description (\"login button\", \"search box\", \"email field\"), matched against role, accessible name, label, placeholder, title and text. Returns at most 20, best first, each as [ref_N] role \"name\" at (x, y) with the point in screenshot coordinates.",
+            input_schema: json!({
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "minLength": 1, "description": "What to look for, in plain words."},
+                    "tabId": tab_id()
+                },
+                "required": ["query", "tabId"]
+            }),
+        },
+        ToolSpec {
+            name: "form_input",
+            description: "Set a form field named by a ref (from read_page or find): text inputs and textareas (string), selects (an option's value or visible text), checkboxes and radios (true/false), date/time/number/range inputs, contenteditable elements. The page's framework sees the change (input and change events). Returns the previous and new value.",
+            input_schema: json!({
+                "type": "object",
+                "properties": {
+                    "ref": {"type": "string", "description": "The element's ref, e.g. ref_12."},
+                    "value": {"type": ["string", "boolean", "number"], "description": "The value to set."},
+                    "tabId": tab_id()
+                },
+                "required": ["ref", "value", "tabId"]
+            }),
+        },
+        ToolSpec {
+            name: "get_page_text",
+            description: "The readable text of a tab of the automation group: the main content (article/main) when the page marks one, else the whole body, whitespace collapsed. Starts with Title: and URL: lines.",
+            input_schema: json!({
+                "type": "object",
+                "properties": {"tabId": tab_id()},
+                "required": ["tabId"]
+            }),
+        },
+        ToolSpec {
+            name: "read_console_messages",
+            description: "Console messages and uncaught exceptions of a tab of the automation group, recorded since the tab joined the group, oldest first, one a line: [level] text (source:line).",
+            input_schema: json!({
+                "type": "object",
+                "properties": {
+                    "tabId": tab_id(),
+                    "pattern": {"type": "string", "description": "Only messages matching this regular expression (case-insensitive)."},
+                    "onlyErrors": {"type": "boolean", "description": "Only errors and uncaught exceptions."},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 1000, "description": "At most this many, the most recent (default 100)."},
+                    "clear": {"type": "boolean", "description": "Forget the recorded messages after reading them."}
+                },
+                "required": ["tabId"]
+            }),
+        },
+        ToolSpec {
+            name: "read_network_requests",
+            description: "Network requests of a tab of the automation group, recorded since the tab joined the group (cleared when the page moves to another site), one a line: METHOD URL → status or failure (type).",
+            input_schema: json!({
+                "type": "object",
+                "properties": {
+                    "tabId": tab_id(),
+                    "urlPattern": {"type": "string", "description": "Only requests whose URL contains this text."},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 1000, "description": "At most this many, the most recent (default 100)."},
+                    "clear": {"type": "boolean", "description": "Forget the recorded requests after reading them."}
+                },
+                "required": ["tabId"]
+            }),
+        },
+        ToolSpec {
+            name: "update_plan",
+            description: "State your plan before acting: the domains you will visit and the steps of your approach. It is approved automatically and echoed back.",
+            input_schema: json!({
+                "type": "object",
+                "properties": {
+                    "domains": {"type": "array", "items": {"type": "string"}, "description": "The sites (domains) the plan involves."},
+                    "approach": {"type": "array", "items": {"type": "string"}, "description": "The steps, in order."}
+                },
+                "required": ["domains", "approach"]
+            }),
+        },
+        reserved("gif_creator"),
+        reserved("shortcuts_list"),
+        reserved("shortcuts_execute"),
+        reserved("switch_browser"),
     ]
+}
+
+/// Tools of the reference catalog that this extension does not offer: listed so agents get a
+/// plain answer instead of "Unknown tool".
+fn reserved(name: &'static str) -> ToolSpec {
+    ToolSpec {
+        name,
+        description: "Not available in this extension; calling it returns a short note saying so.",
+        input_schema: json!({"type": "object", "properties": {}}),
+    }
 }
 
 /// The spec of one tool, if it exists.

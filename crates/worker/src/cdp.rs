@@ -32,6 +32,10 @@ async fn ensure_attached(tab_id: i32) -> Result<(), String> {
     Ok(())
 }
 
+pub fn is_attached(tab_id: i32) -> bool {
+    ATTACHED.with(|a| a.borrow().contains(&tab_id))
+}
+
 /// Chrome detached us (tab closed, user cancelled the infobar, navigation to chrome://).
 pub fn on_detach(tab_id: i32) {
     ATTACHED.with(|a| a.borrow_mut().remove(&tab_id));

@@ -3,11 +3,18 @@
 //! then run the tool.
 
 mod computer;
+mod console;
+mod find;
+mod form_input;
 mod javascript;
 mod navigate;
+mod network;
+mod page_text;
+mod plan;
+pub mod read_page;
 mod tabs;
 
-use crate::group;
+use crate::{group, observers};
 use protocol::{schema, ToolResult};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
@@ -19,6 +26,10 @@ pub async fn dispatch(tool: &str, args: Map<String, Value>) -> Result<ToolResult
     if let Some(tab_id) = args.get("tabId").and_then(Value::as_i64) {
         let tab_id = i32::try_from(tab_id).map_err(|_| format!("Tab {tab_id} does not exist."))?;
         group::check_tab(tab_id).await?;
+        // A group tab found here is recorded from now on (console, network, dialogs).
+        if let Err(e) = observers::observe(tab_id).await {
+            crate::js::log(&format!("recording tab {tab_id}: {e}"));
+        }
     }
     match tool {
         "tabs_context_mcp" => tabs::context(parse(args)?).await,
@@ -27,6 +38,16 @@ pub async fn dispatch(tool: &str, args: Map<String, Value>) -> Result<ToolResult
         "navigate" => navigate::run(parse(args)?).await,
         "computer" => computer::run(parse(args)?).await,
         "javascript_tool" => javascript::run(parse(args)?).await,
+        "read_page" => read_page::run(parse(args)?).await,
+        "find" => find::run(parse(args)?).await,
+        "form_input" => form_input::run(parse(args)?).await,
+        "get_page_text" => page_text::run(parse(args)?).await,
+        "read_console_messages" => console::run(parse(args)?).await,
+        "read_network_requests" => network::run(parse(args)?).await,
+        "update_plan" => plan::update(parse(args)?).await,
+        "gif_creator" | "shortcuts_list" | "shortcuts_execute" | "switch_browser" => {
+            Ok(plan::reserved(tool))
+        }
         _ => Err(format!("Unknown tool: {tool}")),
     }
 }
