@@ -58,12 +58,22 @@ pub fn catalog() -> Vec<ToolSpec> {
         },
         ToolSpec {
             name: "computer",
-            description: "Look at and act on a tab of the automation group. action \"screenshot\" captures the visible viewport and returns the image with its size and an id.",
+            description: "Look at and act on a tab of the automation group with mouse and keyboard. Actions: screenshot (the viewport as an image with an ID; later coordinates are in this image's pixels), left_click, right_click, double_click, triple_click, hover (at coordinate or on a ref), type (text), key (space-separated keys or chords like \"Enter\" or \"ctrl+a\", with repeat), scroll (scroll_direction, scroll_amount ticks at coordinate; returns a screenshot), scroll_to (a ref), wait (duration seconds), left_click_drag (start_coordinate to coordinate), zoom (region [x0, y0, x1, y1] at full resolution).",
             input_schema: json!({
                 "type": "object",
                 "properties": {
-                    "action": {"type": "string", "enum": ["screenshot"], "description": "What to do."},
-                    "tabId": tab_id()
+                    "action": {"type": "string", "enum": ["screenshot", "left_click", "right_click", "double_click", "triple_click", "hover", "type", "key", "scroll", "scroll_to", "wait", "left_click_drag", "zoom"], "description": "What to do."},
+                    "tabId": tab_id(),
+                    "coordinate": {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2, "description": "[x, y] in screenshot pixels: target of clicks, hover and scroll; end of a drag."},
+                    "start_coordinate": {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2, "description": "[x, y] where left_click_drag starts."},
+                    "region": {"type": "array", "items": {"type": "number"}, "minItems": 4, "maxItems": 4, "description": "zoom: [x0, y0, x1, y1], top-left to bottom-right."},
+                    "text": {"type": "string", "description": "type: the text. key: keys or chords separated by spaces."},
+                    "modifiers": {"type": "string", "description": "For clicks: ctrl, shift, alt, cmd/meta, win, joined with +."},
+                    "ref": {"type": "string", "description": "An element ref from read_page or find, instead of coordinate (clicks, hover, scroll); required for scroll_to."},
+                    "duration": {"type": "number", "minimum": 0, "maximum": 30, "description": "wait: seconds."},
+                    "repeat": {"type": "integer", "minimum": 1, "maximum": 100, "description": "key: how many times (default 1)."},
+                    "scroll_direction": {"type": "string", "enum": ["up", "down", "left", "right"], "description": "scroll: direction."},
+                    "scroll_amount": {"type": "integer", "minimum": 1, "maximum": 10, "description": "scroll: wheel ticks (default 3)."}
                 },
                 "required": ["action", "tabId"]
             }),
@@ -169,6 +179,47 @@ pub fn catalog() -> Vec<ToolSpec> {
                     "approach": {"type": "array", "items": {"type": "string"}, "description": "The steps, in order."}
                 },
                 "required": ["domains", "approach"]
+            }),
+        },
+        ToolSpec {
+            name: "handle_dialog",
+            description: "Answer the JavaScript dialog (alert, confirm, prompt, beforeunload) open on a tab of the automation group: accept or dismiss it, with promptText for a prompt. Tool results on a tab with an open dialog say so.",
+            input_schema: json!({
+                "type": "object",
+                "properties": {
+                    "tabId": tab_id(),
+                    "accept": {"type": "boolean", "description": "true to accept (OK), false to dismiss (Cancel)."},
+                    "promptText": {"type": "string", "description": "The answer to a prompt dialog."}
+                },
+                "required": ["tabId", "accept"]
+            }),
+        },
+        ToolSpec {
+            name: "resize_window",
+            description: "Resize the window of a tab of the automation group; the viewport follows. Returns the new viewport size.",
+            input_schema: json!({
+                "type": "object",
+                "properties": {
+                    "width": {"type": "integer", "minimum": 200, "maximum": 8000, "description": "Window width in pixels."},
+                    "height": {"type": "integer", "minimum": 200, "maximum": 8000, "description": "Window height in pixels."},
+                    "tabId": tab_id()
+                },
+                "required": ["width", "height", "tabId"]
+            }),
+        },
+        ToolSpec {
+            name: "upload_image",
+            description: "Give an image taken by computer screenshot or zoom (its ID) to the page as a real file: into a file input (ref) or dropped at a point (coordinate).",
+            input_schema: json!({
+                "type": "object",
+                "properties": {
+                    "imageId": {"type": "string", "description": "The ID a screenshot or zoom returned."},
+                    "tabId": tab_id(),
+                    "ref": {"type": "string", "description": "A file input's ref (from read_page or find)."},
+                    "coordinate": {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2, "description": "[x, y] in screenshot pixels where the file is dropped."},
+                    "filename": {"type": "string", "description": "The file's name (default image.png)."}
+                },
+                "required": ["imageId", "tabId"]
             }),
         },
         reserved("gif_creator"),

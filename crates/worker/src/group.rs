@@ -97,3 +97,15 @@ pub async fn check_tab(tab_id: i32) -> Result<Tab, String> {
         )
     })
 }
+
+/// A tab opened by `opener`: it joins the group when the opener is a group tab.
+pub async fn adopt(tab_id: i32, opener: i32) -> Result<(), String> {
+    let Some(group_id) = find().await? else {
+        return Ok(());
+    };
+    if tabs::get(opener).await?.group_id != group_id {
+        return Ok(());
+    }
+    tabs::group(&[tab_id], GroupTarget::Existing(group_id)).await?;
+    crate::observers::observe(tab_id).await
+}

@@ -55,11 +55,29 @@ pub fn on_debugger_event(source: JsValue, method: String, params: JsValue) {
     observers::on_event(tab as i32, &method, &params);
 }
 
+/// `chrome.tabs.onCreated`: a tab opened by a group tab (window.open, target=_blank) joins the
+/// group and is recorded from the start.
+#[wasm_bindgen(js_name = onTabCreated)]
+pub fn on_tab_created(tab: JsValue) {
+    let Ok(tab) = js::from_js::<chrome::tabs::Tab>(tab) else {
+        return;
+    };
+    let (Some(id), Some(opener)) = (tab.id, tab.opener_tab_id) else {
+        return;
+    };
+    spawn_local(async move {
+        if let Err(e) = group::adopt(id, opener).await {
+            js::log(&format!("tab {id} opened by {opener}: {e}"));
+        }
+    });
+}
+
 /// `chrome.tabs.onRemoved`: forget the closed tab's refs and recordings.
 #[wasm_bindgen(js_name = onTabRemoved)]
 pub fn on_tab_removed(tab: i32) {
     refs::forget(tab);
     observers::forget(tab);
+    tools::computer::screenshot::forget(tab);
     cdp::on_detach(tab);
 }
 

