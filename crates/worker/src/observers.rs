@@ -48,6 +48,8 @@ struct Recording {
     requests: VecDeque<Request>,
     site: String,
     dialog: Option<Dialog>,
+    /// When the page last opened a window (window.open, target=_blank), by the worker's clock.
+    window_opened_at: f64,
 }
 
 thread_local! {
@@ -79,6 +81,15 @@ pub fn on_detach(tab: i32) {
 /// A tab closed: its recordings go.
 pub fn forget(tab: i32) {
     TABS.with(|t| t.borrow_mut().remove(&tab));
+}
+
+/// True when the tab's page opened a window within the last `ms` milliseconds.
+pub fn opened_window_within(tab: i32, ms: f64) -> bool {
+    TABS.with(|t| {
+        t.borrow()
+            .get(&tab)
+            .is_some_and(|r| crate::js::now_ms() - r.window_opened_at <= ms)
+    })
 }
 
 /// handle_dialog answered it (the closing event may come later).
@@ -296,6 +307,7 @@ fn handle(r: &mut Recording, method: &str, p: &Value) {
             });
         }
         "Page.javascriptDialogClosed" => r.dialog = None,
+        "Page.windowOpen" => r.window_opened_at = crate::js::now_ms(),
         _ => {}
     }
 }
