@@ -120,6 +120,32 @@ async fn main() -> Result<()> {
         o.as_secs_f64() * 1e3,
         ours_chars
     );
+    for (label, tool, args) in [
+        (
+            "read_page filter interactive",
+            "read_page",
+            json!({"tabId": tab, "filter": "interactive"}),
+        ),
+        (
+            "find \"buy 42\"",
+            "find",
+            json!({"tabId": tab, "query": "buy 42"}),
+        ),
+    ] {
+        let mut times = Vec::new();
+        let mut chars = 0;
+        for _ in 0..3 {
+            let t = Instant::now();
+            chars = backend.text(tool, args.clone()).await?.chars().count();
+            times.push(t.elapsed());
+        }
+        println!(
+            "{:<28} {:>8.1}ms {:>12}",
+            label,
+            median(times).as_secs_f64() * 1e3,
+            chars
+        );
+    }
     println!(
         "ratio read_page / baseline:  time {:.2}, size {:.2}",
         o.as_secs_f64() / b.as_secs_f64(),
