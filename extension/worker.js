@@ -13,6 +13,11 @@ chrome.runtime.onMessage.addListener((message, sender, sendResponse) => {
 });
 chrome.alarms.onAlarm.addListener((alarm) => ready.then(() => worker.onAlarm(alarm.name)));
 chrome.debugger.onDetach.addListener((source) => ready.then(() => worker.onDebuggerDetach(source)));
+// CDP events (console, network, dialogs) of group tabs; params is undefined for some events.
+chrome.debugger.onEvent.addListener((source, method, params) =>
+  ready.then(() => worker.onDebuggerEvent(source, method, params ?? null)));
+chrome.tabs.onCreated.addListener((tab) => ready.then(() => worker.onTabCreated(tab)));
+chrome.tabs.onRemoved.addListener((tabId) => ready.then(() => worker.onTabRemoved(tabId)));
 // Startup and install only need the worker to run: boot() does the rest.
 chrome.runtime.onStartup.addListener(() => ready);
 chrome.runtime.onInstalled.addListener(() => ready);

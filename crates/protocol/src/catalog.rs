@@ -58,12 +58,22 @@ pub fn catalog() -> Vec<ToolSpec> {
         },
         ToolSpec {
             name: "computer",
-            description: "Look at and act on a tab of the automation group. action \"screenshot\" captures the visible viewport and returns the image with its size and an id.",
+            description: "Look at and act on a tab of the automation group with mouse and keyboard. Actions: screenshot (the viewport as an image with an ID; later coordinates are in this image's pixels), left_click, right_click, double_click, triple_click, hover (at coordinate or on a ref), type (text), key (space-separated keys or chords like \"Enter\" or \"ctrl+a\", with repeat), scroll (scroll_direction, scroll_amount ticks at coordinate; returns a screenshot), scroll_to (a ref), wait (duration seconds), left_click_drag (start_coordinate to coordinate), zoom (region [x0, y0, x1, y1] at full resolution).",
             input_schema: json!({
                 "type": "object",
                 "properties": {
-                    "action": {"type": "string", "enum": ["screenshot"], "description": "What to do."},
-                    "tabId": tab_id()
+                    "action": {"type": "string", "enum": ["screenshot", "left_click", "right_click", "double_click", "triple_click", "hover", "type", "key", "scroll", "scroll_to", "wait", "left_click_drag", "zoom"], "description": "What to do."},
+                    "tabId": tab_id(),
+                    "coordinate": {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2, "description": "[x, y] in screenshot pixels: target of clicks, hover and scroll; end of a drag."},
+                    "start_coordinate": {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2, "description": "[x, y] where left_click_drag starts."},
+                    "region": {"type": "array", "items": {"type": "number"}, "minItems": 4, "maxItems": 4, "description": "zoom: [x0, y0, x1, y1], top-left to bottom-right."},
+                    "text": {"type": "string", "description": "type: the text. key: keys or chords separated by spaces."},
+                    "modifiers": {"type": "string", "description": "For clicks: ctrl, shift, alt, cmd/meta, win, joined with +."},
+                    "ref": {"type": "string", "description": "An element ref from read_page or find, instead of coordinate (clicks, hover, scroll); required for scroll_to."},
+                    "duration": {"type": "number", "minimum": 0, "maximum": 30, "description": "wait: seconds."},
+                    "repeat": {"type": "integer", "minimum": 1, "maximum": 100, "description": "key: how many times (default 1)."},
+                    "scroll_direction": {"type": "string", "enum": ["up", "down", "left", "right"], "description": "scroll: direction."},
+                    "scroll_amount": {"type": "integer", "minimum": 1, "maximum": 10, "description": "scroll: wheel ticks (default 3)."}
                 },
                 "required": ["action", "tabId"]
             }),
@@ -81,7 +91,152 @@ pub fn catalog() -> Vec<ToolSpec> {
                 "required": ["text", "tabId"]
             }),
         },
+        ToolSpec {
+            name: "read_page",
+            description: "The accessibility tree of a tab of the automation group, one element a line: role \"name\" [ref_N] and useful attributes (href, value, checked, expanded, disabled, …), indented by level, ending with the viewport size. Refs name elements for form_input, computer (clicks, scroll_to) and ref_id; they stay the same for an element across calls. filter \"interactive\" lists only what can be acted on, in or near the viewport. Covers shadow roots and iframes.",
+            input_schema: json!({
+                "type": "object",
+                "properties": {
+                    "tabId": tab_id(),
+                    "filter": {"type": "string", "enum": ["interactive", "all"], "description": "\"all\" (default) or \"interactive\" (only actionable elements in or near the viewport)."},
+                    "depth": {"type": "integer", "minimum": 1, "maximum": 100, "description": "How many levels of the tree to show (default 15)."},
+                    "ref_id": {"type": "string", "description": "Show only the subtree of this element (a ref from read_page or find)."},
+                    "max_chars": {"type": "integer", "minimum": 100, "maximum": 1000000, "description": "Largest result accepted (default 50000); over it, an error suggests a smaller depth or a ref_id."}
+                },
+                "required": ["tabId"]
+            }),
+        },
+        ToolSpec {
+            name: "find",
+            description: "Find elements of a tab of the automation group by a plain-language description (\"login button\", \"search box\", \"email field\"), matched against role, accessible name, label, placeholder, title and text. Returns at most 20, best first, each as [ref_N] role \"name\" at (x, y) with the point in screenshot coordinates.",
+            input_schema: json!({
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "minLength": 1, "description": "What to look for, in plain words."},
+                    "tabId": tab_id()
+                },
+                "required": ["query", "tabId"]
+            }),
+        },
+        ToolSpec {
+            name: "form_input",
+            description: "Set a form field named by a ref (from read_page or find): text inputs and textareas (string), selects (an option's value or visible text), checkboxes and radios (true/false), date/time/number/range inputs, contenteditable elements. The page's framework sees the change (input and change events). Returns the previous and new value.",
+            input_schema: json!({
+                "type": "object",
+                "properties": {
+                    "ref": {"type": "string", "description": "The element's ref, e.g. ref_12."},
+                    "value": {"type": ["string", "boolean", "number"], "description": "The value to set."},
+                    "tabId": tab_id()
+                },
+                "required": ["ref", "value", "tabId"]
+            }),
+        },
+        ToolSpec {
+            name: "get_page_text",
+            description: "The readable text of a tab of the automation group: the main content (article/main) when the page marks one, else the whole body, whitespace collapsed. Starts with Title: and URL: lines.",
+            input_schema: json!({
+                "type": "object",
+                "properties": {"tabId": tab_id()},
+                "required": ["tabId"]
+            }),
+        },
+        ToolSpec {
+            name: "read_console_messages",
+            description: "Console messages and uncaught exceptions of a tab of the automation group, recorded since the tab joined the group, oldest first, one a line: [level] text (source:line).",
+            input_schema: json!({
+                "type": "object",
+                "properties": {
+                    "tabId": tab_id(),
+                    "pattern": {"type": "string", "description": "Only messages matching this regular expression (case-insensitive)."},
+                    "onlyErrors": {"type": "boolean", "description": "Only errors and uncaught exceptions."},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 1000, "description": "At most this many, the most recent (default 100)."},
+                    "clear": {"type": "boolean", "description": "Forget the recorded messages after reading them."}
+                },
+                "required": ["tabId"]
+            }),
+        },
+        ToolSpec {
+            name: "read_network_requests",
+            description: "Network requests of a tab of the automation group, recorded since the tab joined the group (cleared when the page moves to another site), one a line: METHOD URL → status or failure (type).",
+            input_schema: json!({
+                "type": "object",
+                "properties": {
+                    "tabId": tab_id(),
+                    "urlPattern": {"type": "string", "description": "Only requests whose URL contains this text."},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 1000, "description": "At most this many, the most recent (default 100)."},
+                    "clear": {"type": "boolean", "description": "Forget the recorded requests after reading them."}
+                },
+                "required": ["tabId"]
+            }),
+        },
+        ToolSpec {
+            name: "update_plan",
+            description: "State your plan before acting: the domains you will visit and the steps of your approach. It is approved automatically and echoed back.",
+            input_schema: json!({
+                "type": "object",
+                "properties": {
+                    "domains": {"type": "array", "items": {"type": "string"}, "description": "The sites (domains) the plan involves."},
+                    "approach": {"type": "array", "items": {"type": "string"}, "description": "The steps, in order."}
+                },
+                "required": ["domains", "approach"]
+            }),
+        },
+        ToolSpec {
+            name: "handle_dialog",
+            description: "Answer the JavaScript dialog (alert, confirm, prompt, beforeunload) open on a tab of the automation group: accept or dismiss it, with promptText for a prompt. Tool results on a tab with an open dialog say so.",
+            input_schema: json!({
+                "type": "object",
+                "properties": {
+                    "tabId": tab_id(),
+                    "accept": {"type": "boolean", "description": "true to accept (OK), false to dismiss (Cancel)."},
+                    "promptText": {"type": "string", "description": "The answer to a prompt dialog."}
+                },
+                "required": ["tabId", "accept"]
+            }),
+        },
+        ToolSpec {
+            name: "resize_window",
+            description: "Resize the window of a tab of the automation group; the viewport follows. Returns the new viewport size.",
+            input_schema: json!({
+                "type": "object",
+                "properties": {
+                    "width": {"type": "integer", "minimum": 200, "maximum": 8000, "description": "Window width in pixels."},
+                    "height": {"type": "integer", "minimum": 200, "maximum": 8000, "description": "Window height in pixels."},
+                    "tabId": tab_id()
+                },
+                "required": ["width", "height", "tabId"]
+            }),
+        },
+        ToolSpec {
+            name: "upload_image",
+            description: "Give an image taken by computer screenshot or zoom (its ID) to the page as a real file: into a file input (ref) or dropped at a point (coordinate).",
+            input_schema: json!({
+                "type": "object",
+                "properties": {
+                    "imageId": {"type": "string", "description": "The ID a screenshot or zoom returned."},
+                    "tabId": tab_id(),
+                    "ref": {"type": "string", "description": "A file input's ref (from read_page or find)."},
+                    "coordinate": {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2, "description": "[x, y] in screenshot pixels where the file is dropped."},
+                    "filename": {"type": "string", "description": "The file's name (default image.png)."}
+                },
+                "required": ["imageId", "tabId"]
+            }),
+        },
+        reserved("gif_creator"),
+        reserved("shortcuts_list"),
+        reserved("shortcuts_execute"),
+        reserved("switch_browser"),
     ]
+}
+
+/// Tools of the reference catalog that this extension does not offer: listed so agents get a
+/// plain answer instead of "Unknown tool".
+fn reserved(name: &'static str) -> ToolSpec {
+    ToolSpec {
+        name,
+        description: "Not available in this extension; calling it returns a short note saying so.",
+        input_schema: json!({"type": "object", "properties": {}}),
+    }
 }
 
 /// The spec of one tool, if it exists.

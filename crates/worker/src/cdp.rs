@@ -1,7 +1,9 @@
 //! Debugger sessions on group tabs: attach on first use, every CDP call bounded in time.
 
 use crate::chrome::debugger;
-use crate::js::with_timeout;
+use crate::js::{sleep_ms, with_timeout};
+use crate::observers;
+use futures_util::future::{select, Either};
 use serde_json::Value;
 use std::cell::RefCell;
 use std::collections::HashSet;
@@ -32,6 +34,10 @@ async fn ensure_attached(tab_id: i32) -> Result<(), String> {
     Ok(())
 }
 
+pub fn is_attached(tab_id: i32) -> bool {
+    ATTACHED.with(|a| a.borrow().contains(&tab_id))
+}
+
 /// Chrome detached us (tab closed, user cancelled the infobar, navigation to chrome://).
 pub fn on_detach(tab_id: i32) {
     ATTACHED.with(|a| a.borrow_mut().remove(&tab_id));
@@ -48,12 +54,7 @@ pub async fn send_with_timeout(
     timeout_ms: u32,
 ) -> Result<Value, String> {
     ensure_attached(tab_id).await?;
-    let result = with_timeout(
-        timeout_ms,
-        method,
-        debugger::send_command(tab_id, method, &params),
-    )
-    .await?;
+    let result = with_timeout(timeout_ms, method, unless_dialog(tab_id, method, &params)).await?;
     match result {
         Err(e) if e.contains("not attached") || e.contains("Detached") => {
             // Chrome dropped the session behind our back: attach again once and retry.
@@ -68,5 +69,31 @@ pub async fn send_with_timeout(
             .map_err(|e| format!("{method}: {e}"))
         }
         other => other.map_err(|e| format!("{method}: {e}")),
+    }
+}
+
+/// A call that a JavaScript dialog would block (a click that opens an alert waits until the alert
+/// is answered) ends when the dialog opens: input counts as delivered, anything else fails with
+/// a message that says how to go on.
+async fn unless_dialog(tab_id: i32, method: &str, params: &Value) -> Result<Value, String> {
+    let call = std::pin::pin!(debugger::send_command(tab_id, method, params));
+    if observers::open_dialog(tab_id).is_some() {
+        return call.await;
+    }
+    let watch = std::pin::pin!(async {
+        loop {
+            sleep_ms(25).await;
+            if let Some(d) = observers::open_dialog(tab_id) {
+                return d;
+            }
+        }
+    });
+    match select(call, watch).await {
+        Either::Left((r, _)) => r,
+        Either::Right((_, _)) if method.starts_with("Input.") => Ok(Value::Null),
+        Either::Right((d, _)) => Err(format!(
+            "a JavaScript {} dialog opened (\"{}\"); answer it with handle_dialog",
+            d.kind, d.message
+        )),
     }
 }

@@ -121,3 +121,28 @@ pub async fn check_tab(tab_id: i32) -> Result<Tab, String> {
         )
     })
 }
+
+/// A tab opened by `opener`: it joins the group when the opener is a group tab whose page opened
+/// a window just now (`Page.windowOpen`). Chrome also names an opener for tabs that the user or
+/// another program creates next to a group tab; those stay out.
+pub async fn adopt(tab_id: i32, opener: i32) -> Result<(), String> {
+    let mut opened = false;
+    for _ in 0..20 {
+        if crate::observers::opened_window_within(opener, 3_000.0) {
+            opened = true;
+            break;
+        }
+        crate::js::sleep_ms(50).await;
+    }
+    if !opened {
+        return Ok(());
+    }
+    let Some(group_id) = find().await? else {
+        return Ok(());
+    };
+    if tabs::get(opener).await?.group_id != group_id {
+        return Ok(());
+    }
+    tabs::group(&[tab_id], GroupTarget::Existing(group_id)).await?;
+    crate::observers::observe(tab_id).await
+}

@@ -1,12 +1,16 @@
 //! The Browser Operator service worker. `extension/worker.js` loads this wasm, registers every
 //! chrome.* listener synchronously and hands the events to the functions exported here.
 
+mod ax;
 mod brand;
 mod cdp;
 mod chrome;
+mod coords;
 mod group;
 mod js;
+mod observers;
 mod pages;
+mod refs;
 mod session;
 mod tools;
 mod transport;
@@ -35,7 +39,45 @@ pub fn on_debugger_detach(source: JsValue) {
         .and_then(|v| v.as_f64());
     if let Some(tab) = tab {
         cdp::on_detach(tab as i32);
+        observers::on_detach(tab as i32);
     }
+}
+
+/// `chrome.debugger.onEvent`: CDP events of attached tabs, recorded by `observers`.
+#[wasm_bindgen(js_name = onDebuggerEvent)]
+pub fn on_debugger_event(source: JsValue, method: String, params: JsValue) {
+    let tab = js_sys::Reflect::get(&source, &JsValue::from_str("tabId"))
+        .ok()
+        .and_then(|v| v.as_f64());
+    let Some(tab) = tab else { return };
+    let params: serde_json::Value = js::from_js(params).unwrap_or(serde_json::Value::Null);
+    observers::on_event(tab as i32, &method, &params);
+}
+
+/// `chrome.tabs.onCreated`: a tab opened by a group tab (window.open, target=_blank) joins the
+/// group and is recorded from the start.
+#[wasm_bindgen(js_name = onTabCreated)]
+pub fn on_tab_created(tab: JsValue) {
+    let Ok(tab) = js::from_js::<chrome::tabs::Tab>(tab) else {
+        return;
+    };
+    let (Some(id), Some(opener)) = (tab.id, tab.opener_tab_id) else {
+        return;
+    };
+    spawn_local(async move {
+        if let Err(e) = group::adopt(id, opener).await {
+            js::log(&format!("tab {id} opened by {opener}: {e}"));
+        }
+    });
+}
+
+/// `chrome.tabs.onRemoved`: forget the closed tab's refs and recordings.
+#[wasm_bindgen(js_name = onTabRemoved)]
+pub fn on_tab_removed(tab: i32) {
+    refs::forget(tab);
+    observers::forget(tab);
+    tools::computer::screenshot::forget(tab);
+    cdp::on_detach(tab);
 }
 
 /// `chrome.runtime.onMessage`: requests from the extension's own pages (Options). The answer

@@ -36,6 +36,8 @@ pub struct Tab {
     pub pending_url: Option<String>,
     #[serde(default)]
     pub active: bool,
+    #[serde(default)]
+    pub opener_tab_id: Option<i32>,
 }
 
 /// `chrome.tabGroups.TAB_GROUP_ID_NONE`.

@@ -9,6 +9,8 @@ use wasm_bindgen::prelude::*;
 extern "C" {
     #[wasm_bindgen(catch, js_namespace = ["chrome", "windows"], js_name = create)]
     async fn create_window(props: &JsValue) -> Result<JsValue, JsValue>;
+    #[wasm_bindgen(catch, js_namespace = ["chrome", "windows"], js_name = update)]
+    async fn update_window(window_id: i32, props: &JsValue) -> Result<JsValue, JsValue>;
 }
 
 #[derive(Debug, Deserialize)]
@@ -38,4 +40,24 @@ pub async fn create_normal(url: &str) -> Result<Window, String> {
             .await
             .map_err(|e| format!("chrome.windows.create: {}", error_text(&e)))?,
     )
+}
+
+#[derive(Serialize)]
+struct Size {
+    width: u32,
+    height: u32,
+    state: &'static str,
+}
+
+/// Resizes a window (its outer size, in screen pixels); a maximized window is restored first.
+pub async fn resize(window_id: i32, width: u32, height: u32) -> Result<(), String> {
+    let props = to_js(&Size {
+        width,
+        height,
+        state: "normal",
+    })?;
+    update_window(window_id, &props)
+        .await
+        .map(drop)
+        .map_err(|e| format!("chrome.windows.update: {}", error_text(&e)))
 }

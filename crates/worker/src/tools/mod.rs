@@ -2,12 +2,21 @@
 //! catalog, check the arguments against its schema, check the tab against the automation group,
 //! then run the tool.
 
-mod computer;
+pub mod computer;
+mod console;
+mod find;
+mod form_input;
 mod javascript;
 mod navigate;
+mod network;
+mod page_text;
+mod plan;
+pub mod read_page;
 mod tabs;
+mod upload;
+mod window;
 
-use crate::group;
+use crate::{group, observers};
 use protocol::{schema, ToolResult};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
@@ -19,7 +28,52 @@ pub async fn dispatch(tool: &str, args: Map<String, Value>) -> Result<ToolResult
     if let Some(tab_id) = args.get("tabId").and_then(Value::as_i64) {
         let tab_id = i32::try_from(tab_id).map_err(|_| format!("Tab {tab_id} does not exist."))?;
         group::check_tab(tab_id).await?;
+        // A group tab found here is recorded from now on (console, network, dialogs).
+        if let Err(e) = observers::observe(tab_id).await {
+            crate::js::log(&format!("recording tab {tab_id}: {e}"));
+        }
+        // An open dialog blocks the page: say so instead of waiting for a timeout.
+        if let Some(d) = observers::open_dialog(tab_id) {
+            if !matches!(tool, "handle_dialog" | "tabs_close_mcp") {
+                return Err(format!(
+                    "{} Answer it with handle_dialog first.",
+                    dialog_note(tab_id, &d)
+                ));
+            }
+        }
+        let result = run(tool, args).await;
+        return match observers::open_dialog(tab_id) {
+            None => result,
+            Some(d) => {
+                let note = dialog_note(tab_id, &d);
+                match result {
+                    Ok(mut r) => {
+                        r.content.push(protocol::ContentBlock::text(format!(
+                            "{note} Answer it with handle_dialog."
+                        )));
+                        Ok(r)
+                    }
+                    Err(e) => Err(format!("{e}\n{note} Answer it with handle_dialog.")),
+                }
+            }
+        };
     }
+    run(tool, args).await
+}
+
+fn dialog_note(tab: i32, d: &observers::Dialog) -> String {
+    let prompt = if d.kind == "prompt" && !d.default_prompt.is_empty() {
+        format!(" (default answer \"{}\")", d.default_prompt)
+    } else {
+        String::new()
+    };
+    format!(
+        "A JavaScript {} dialog is open on tab {tab}: \"{}\"{prompt}.",
+        d.kind, d.message
+    )
+}
+
+async fn run(tool: &str, args: Map<String, Value>) -> Result<ToolResult, String> {
     match tool {
         "tabs_context_mcp" => tabs::context(parse(args)?).await,
         "tabs_create_mcp" => tabs::create().await,
@@ -27,6 +81,19 @@ pub async fn dispatch(tool: &str, args: Map<String, Value>) -> Result<ToolResult
         "navigate" => navigate::run(parse(args)?).await,
         "computer" => computer::run(parse(args)?).await,
         "javascript_tool" => javascript::run(parse(args)?).await,
+        "read_page" => read_page::run(parse(args)?).await,
+        "find" => find::run(parse(args)?).await,
+        "form_input" => form_input::run(parse(args)?).await,
+        "get_page_text" => page_text::run(parse(args)?).await,
+        "read_console_messages" => console::run(parse(args)?).await,
+        "read_network_requests" => network::run(parse(args)?).await,
+        "update_plan" => plan::update(parse(args)?).await,
+        "handle_dialog" => window::handle_dialog(parse(args)?).await,
+        "resize_window" => window::resize(parse(args)?).await,
+        "upload_image" => upload::run(parse(args)?).await,
+        "gif_creator" | "shortcuts_list" | "shortcuts_execute" | "switch_browser" => {
+            Ok(plan::reserved(tool))
+        }
         _ => Err(format!("Unknown tool: {tool}")),
     }
 }

@@ -45,7 +45,11 @@ async fn context_text(group_id: i32) -> Result<String, String> {
 
 pub async fn context(args: ContextArgs) -> Result<ToolResult, String> {
     let group_id = if args.create_if_empty {
-        group::find_or_create().await?.0
+        let (id, created) = group::find_or_create().await?;
+        if let Some(tab) = created.and_then(|t| t.id) {
+            record(tab).await;
+        }
+        id
     } else {
         match group::find().await? {
             Some(id) => id,
@@ -81,6 +85,7 @@ pub async fn create() -> Result<ToolResult, String> {
         }
     };
     let id = tab.id.ok_or("the new tab has no id")?;
+    record(id).await;
     Ok(ToolResult::text(format!(
         "Created new tab. Tab ID: {id}\n\n{}",
         context_text(group_id).await?
@@ -103,4 +108,11 @@ pub async fn close(args: CloseArgs) -> Result<ToolResult, String> {
         "Closed tab {}.\n\n{rest}",
         args.tab_id
     )))
+}
+
+/// A tab that joins the group is recorded (console, network) from this moment.
+async fn record(tab: i32) {
+    if let Err(e) = crate::observers::observe(tab).await {
+        crate::js::log(&format!("recording tab {tab}: {e}"));
+    }
 }

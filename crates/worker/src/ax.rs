@@ -1,0 +1,358 @@
+//! The accessibility snapshot of a tab: Chrome's own tree (`Accessibility.getFullAXTree`) for
+//! every frame the tab's debugger session reaches, each iframe's document hung under its
+//! `<iframe>` element, with roles, names, values and states. Shadow roots (open and closed) are
+//! part of Chrome's tree already. read_page renders it; find searches it; refs name its nodes.
+
+use crate::cdp;
+use crate::refs::{self, Target};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+
+pub struct Node {
+    pub role: String,
+    pub name: String,
+    pub value: String,
+    pub description: String,
+    pub props: Vec<(String, Value)>,
+    pub backend: Option<i64>,
+    /// Index into `Snapshot::frames`.
+    pub frame: usize,
+    pub children: Vec<usize>,
+    pub ignored: bool,
+}
+
+pub struct Frame {
+    pub id: String,
+    pub loader: String,
+}
+
+pub struct Snapshot {
+    pub tab: i32,
+    pub nodes: Vec<Node>,
+    pub root: usize,
+    pub frames: Vec<Frame>,
+    /// Frames whose tree could not be read (e.g. cross-site iframes in another process).
+    pub unreadable: Vec<String>,
+}
+
+/// Frames of the tab, parents before children.
+async fn frames(tab: i32) -> Result<Vec<Frame>, String> {
+    let tree = cdp::send(tab, "Page.getFrameTree", json!({})).await?;
+    let mut out = Vec::new();
+    let mut queue: std::collections::VecDeque<&Value> = tree.get("frameTree").into_iter().collect();
+    while let Some(node) = queue.pop_front() {
+        if let Some(f) = node.get("frame") {
+            out.push(Frame {
+                id: str_of(f, "id"),
+                loader: str_of(f, "loaderId"),
+            });
+        }
+        if let Some(children) = node.get("childFrames").and_then(Value::as_array) {
+            queue.extend(children.iter());
+        }
+    }
+    if out.is_empty() {
+        return Err("Page.getFrameTree returned no frame".into());
+    }
+    Ok(out)
+}
+
+fn str_of(v: &Value, key: &str) -> String {
+    v.get(key).and_then(Value::as_str).unwrap_or("").to_string()
+}
+
+/// AX value objects (`{type, value}`) as text.
+fn ax_text(v: Option<&Value>) -> String {
+    match v.and_then(|v| v.get("value")) {
+        Some(Value::String(s)) => s.trim().to_string(),
+        Some(Value::Null) | None => String::new(),
+        Some(other) => other.to_string(),
+    }
+}
+
+impl Snapshot {
+    pub async fn take(tab: i32) -> Result<Snapshot, String> {
+        let frames = frames(tab).await?;
+        let live: HashMap<String, String> = frames
+            .iter()
+            .map(|f| (f.id.clone(), f.loader.clone()))
+            .collect();
+        refs::begin(tab, &live).await;
+        let mut snap = Snapshot {
+            tab,
+            nodes: Vec::new(),
+            root: 0,
+            frames,
+            unreadable: Vec::new(),
+        };
+        let main =
+            cdp::send_with_timeout(tab, "Accessibility.getFullAXTree", json!({}), 20_000).await?;
+        snap.root = snap
+            .add_tree(&main, 0)
+            .ok_or("the page has no accessibility tree")?;
+        for i in 1..snap.frames.len() {
+            let fid = snap.frames[i].id.clone();
+            if let Err(e) = snap.add_frame(i, &fid).await {
+                snap.unreadable.push(format!("frame {fid}: {e}"));
+            }
+        }
+        Ok(snap)
+    }
+
+    async fn add_frame(&mut self, index: usize, frame_id: &str) -> Result<(), String> {
+        let owner = cdp::send(self.tab, "DOM.getFrameOwner", json!({"frameId": frame_id})).await?;
+        let owner = owner
+            .get("backendNodeId")
+            .and_then(Value::as_i64)
+            .ok_or("no owner element")?;
+        let Some(host) = self.nodes.iter().position(|n| n.backend == Some(owner)) else {
+            // The iframe element is not in the tree (hidden): nothing to hang its document on.
+            return Ok(());
+        };
+        let already = self.nodes[host]
+            .children
+            .iter()
+            .any(|&c| self.nodes[c].role == "RootWebArea");
+        if already {
+            return Ok(());
+        }
+        let tree = cdp::send_with_timeout(
+            self.tab,
+            "Accessibility.getFullAXTree",
+            json!({"frameId": frame_id}),
+            20_000,
+        )
+        .await?;
+        if let Some(root) = self.add_tree(&tree, index) {
+            self.nodes[host].children.push(root);
+        }
+        Ok(())
+    }
+
+    /// Adds the nodes of one `getFullAXTree` result; returns its root's index.
+    fn add_tree(&mut self, tree: &Value, frame: usize) -> Option<usize> {
+        let list = tree.get("nodes")?.as_array()?;
+        let base = self.nodes.len();
+        let index: HashMap<&str, usize> = list
+            .iter()
+            .enumerate()
+            .filter_map(|(i, n)| Some((n.get("nodeId")?.as_str()?, base + i)))
+            .collect();
+        let mut root = None;
+        for n in list {
+            let children = n
+                .get("childIds")
+                .and_then(Value::as_array)
+                .map(|c| {
+                    c.iter()
+                        .filter_map(|id| index.get(id.as_str()?).copied())
+                        .collect()
+                })
+                .unwrap_or_default();
+            if root.is_none() && n.get("parentId").is_none() {
+                root = Some(self.nodes.len());
+            }
+            let props = n
+                .get("properties")
+                .and_then(Value::as_array)
+                .map(|ps| {
+                    ps.iter()
+                        .filter_map(|p| {
+                            Some((
+                                p.get("name")?.as_str()?.to_string(),
+                                p.pointer("/value/value").cloned().unwrap_or(Value::Null),
+                            ))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            self.nodes.push(Node {
+                role: ax_text(n.get("role")),
+                name: ax_text(n.get("name")),
+                value: ax_text(n.get("value")),
+                description: ax_text(n.get("description")),
+                props,
+                backend: n.get("backendDOMNodeId").and_then(Value::as_i64),
+                frame,
+                children,
+                ignored: n.get("ignored").and_then(Value::as_bool).unwrap_or(false),
+            });
+        }
+        root.or(if list.is_empty() { None } else { Some(base) })
+    }
+
+    /// The node's ref (assigned on first sight), if it is an element.
+    pub fn ref_of(&self, i: usize) -> Option<String> {
+        let n = &self.nodes[i];
+        let frame = &self.frames[n.frame];
+        Some(refs::ref_for(
+            self.tab,
+            Target {
+                frame: frame.id.clone(),
+                loader: frame.loader.clone(),
+                backend: n.backend?,
+            },
+        ))
+    }
+
+    /// The node whose element a ref names.
+    pub fn find_target(&self, target: &Target) -> Option<usize> {
+        self.nodes.iter().position(|n| {
+            n.backend == Some(target.backend) && self.frames[n.frame].loader == target.loader
+        })
+    }
+
+    pub fn prop(&self, i: usize, name: &str) -> Option<&Value> {
+        self.nodes[i]
+            .props
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v)
+    }
+}
+
+/// The role as agents know it (ARIA names; Chrome's internal ones mapped).
+pub fn role_name(role: &str) -> &str {
+    match role {
+        "RootWebArea" => "document",
+        "StaticText" => "text",
+        "Iframe" | "IframePresentational" => "iframe",
+        "LabelText" => "label",
+        "Legend" => "legend",
+        "Date" => "date",
+        "DateTime" => "datetime",
+        "InputTime" => "time",
+        "ColorWell" => "color",
+        "DisclosureTriangle" => "button",
+        "MenuListPopup" => "listbox",
+        "MenuListOption" => "option",
+        "HeaderAsNonLandmark" => "header",
+        "FooterAsNonLandmark" => "footer",
+        "Section" => "region",
+        "Canvas" => "canvas",
+        "Pre" => "pre",
+        "Abbr" => "abbr",
+        "Ruby" => "ruby",
+        "Video" => "video",
+        "Audio" => "audio",
+        "Figcaption" => "figcaption",
+        "DescriptionListTerm" | "DescriptionListDetail" | "DescriptionList" => "list",
+        other => other,
+    }
+}
+
+/// Wrappers that carry nothing for an agent when they have no name: their children take their
+/// place.
+pub fn is_noise(role: &str) -> bool {
+    matches!(
+        role,
+        "generic"
+            | "none"
+            | "presentation"
+            | "GenericContainer"
+            | "Div"
+            | "LayoutTable"
+            | "LayoutTableRow"
+            | "LayoutTableCell"
+            | "MenuListPopup"
+            | "LineBreak"
+            | "ListMarker"
+            | "Unknown"
+            | ""
+    )
+}
+
+/// Roles an agent can act on.
+pub fn is_interactive_role(role: &str) -> bool {
+    matches!(
+        role,
+        "button"
+            | "link"
+            | "textbox"
+            | "searchbox"
+            | "checkbox"
+            | "radio"
+            | "combobox"
+            | "listbox"
+            | "option"
+            | "MenuListOption"
+            | "menuitem"
+            | "menuitemcheckbox"
+            | "menuitemradio"
+            | "tab"
+            | "switch"
+            | "slider"
+            | "spinbutton"
+            | "treeitem"
+            | "PopUpButton"
+            | "ToggleButton"
+            | "DisclosureTriangle"
+    )
+}
+
+impl Snapshot {
+    pub fn is_interactive(&self, i: usize) -> bool {
+        let n = &self.nodes[i];
+        if n.ignored || n.role == "RootWebArea" || n.role == "StaticText" {
+            return false;
+        }
+        if matches!(n.role.as_str(), "Iframe" | "IframePresentational") {
+            return false;
+        }
+        is_interactive_role(&n.role)
+            || self.prop(i, "editable").is_some()
+            || self.prop(i, "focusable") == Some(&Value::Bool(true))
+    }
+
+    /// The attributes worth showing after the name: `href`, `value`, states.
+    pub fn attributes(&self, i: usize) -> String {
+        let n = &self.nodes[i];
+        let mut out = String::new();
+        if let Some(Value::String(url)) = self.prop(i, "url") {
+            if !url.is_empty() {
+                out.push_str(&format!(" href=\"{}\"", clip(url, 200)));
+            }
+        }
+        if !n.value.is_empty() && n.value != n.name {
+            out.push_str(&format!(" value=\"{}\"", clip(&n.value, 200)));
+        }
+        if !n.description.is_empty() && n.description != n.name {
+            out.push_str(&format!(" description=\"{}\"", clip(&n.description, 200)));
+        }
+        for (key, shown) in [
+            ("checked", "checked"),
+            ("pressed", "pressed"),
+            ("selected", "selected"),
+            ("expanded", "expanded"),
+            ("disabled", "disabled"),
+            ("required", "required"),
+            ("readonly", "readonly"),
+            ("invalid", "invalid"),
+        ] {
+            match self.prop(i, key) {
+                Some(Value::Bool(true)) => out.push_str(&format!(" {shown}")),
+                Some(Value::String(s)) if s == "true" => out.push_str(&format!(" {shown}")),
+                Some(Value::String(s)) if s == "mixed" => out.push_str(&format!(" {shown}=mixed")),
+                Some(Value::Bool(false)) | Some(Value::String(_))
+                    if key == "expanded" || key == "checked" =>
+                {
+                    out.push_str(&format!(" {shown}=false"))
+                }
+                _ => {}
+            }
+        }
+        if let Some(Value::Number(l)) = self.prop(i, "level") {
+            out.push_str(&format!(" level={l}"));
+        }
+        out
+    }
+}
+
+pub fn clip(s: &str, max: usize) -> String {
+    let one_line: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let quoted = one_line.replace('"', "\\\"");
+    match quoted.char_indices().nth(max) {
+        None => quoted,
+        Some((cut, _)) => format!("{}…", &quoted[..cut]),
+    }
+}

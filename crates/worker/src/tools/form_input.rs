@@ -1,0 +1,67 @@
+//! form_input: set a form control named by a ref so that the page's framework sees the change
+//! (the page-side work is form_input.js).
+
+use crate::cdp;
+use crate::refs;
+use protocol::ToolResult;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Args {
+    #[serde(rename = "ref")]
+    target: String,
+    value: Value,
+    tab_id: i32,
+}
+
+pub async fn run(args: Args) -> Result<ToolResult, String> {
+    let tab = args.tab_id;
+    if !matches!(
+        args.value,
+        Value::String(_) | Value::Bool(_) | Value::Number(_)
+    ) {
+        return Err("Invalid argument `value`: expected a string, boolean or number.".into());
+    }
+    let object = refs::object_id(tab, &args.target).await?;
+    let out = cdp::send(
+        tab,
+        "Runtime.callFunctionOn",
+        json!({
+            "objectId": object,
+            "functionDeclaration": include_str!("form_input.js"),
+            "arguments": [{"value": args.value}],
+            "returnByValue": true,
+            "userGesture": true,
+        }),
+    )
+    .await?;
+    let _ = cdp::send(
+        tab,
+        "Runtime.releaseObjectGroup",
+        json!({"objectGroup": "browser-operator-refs"}),
+    )
+    .await;
+    if let Some(e) = out.get("exceptionDetails") {
+        return Err(format!(
+            "Setting {} failed in the page: {}",
+            args.target,
+            e.pointer("/exception/description")
+                .and_then(Value::as_str)
+                .unwrap_or("exception")
+        ));
+    }
+    let r = out.pointer("/result/value").cloned().unwrap_or(Value::Null);
+    if let Some(e) = r.get("error").and_then(Value::as_str) {
+        return Err(format!("{}: {e}", args.target));
+    }
+    let text = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    Ok(ToolResult::text(format!(
+        "Set {} ({}) from {:?} to {:?}",
+        args.target,
+        text("kind"),
+        text("previous"),
+        text("value")
+    )))
+}

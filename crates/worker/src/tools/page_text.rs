@@ -1,0 +1,36 @@
+//! get_page_text: the readable text of a group tab (main content when marked, else the body),
+//! whitespace collapsed, bounded (page_text.js does the page-side part).
+
+use crate::cdp;
+use protocol::ToolResult;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+const MAX_TEXT_CHARS: usize = 50_000;
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Args {
+    tab_id: i32,
+}
+
+pub async fn run(args: Args) -> Result<ToolResult, String> {
+    let expression = format!("({})({MAX_TEXT_CHARS})", include_str!("page_text.js"));
+    let out = cdp::send(
+        args.tab_id,
+        "Runtime.evaluate",
+        json!({"expression": expression, "returnByValue": true, "timeout": 5000}),
+    )
+    .await?;
+    if out.get("exceptionDetails").is_some() {
+        return Err("Reading the page's text failed (the page threw an exception).".into());
+    }
+    let v = out.pointer("/result/value").cloned().unwrap_or(Value::Null);
+    let get = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    Ok(ToolResult::text(format!(
+        "Title: {}\nURL: {}\n\n{}",
+        get("title"),
+        get("url"),
+        get("text")
+    )))
+}

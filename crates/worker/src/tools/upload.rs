@@ -1,0 +1,81 @@
+//! upload_image: an image taken by screenshot/zoom, as a real File, into a file input (by ref)
+//! or dropped on the element at a point. DataTransfer from page JS (upload.js), since
+//! DOM.setFileInputFiles is refused under chrome.debugger.
+
+use crate::cdp;
+use crate::coords;
+use crate::refs;
+use crate::tools::computer::screenshot;
+use protocol::ToolResult;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Args {
+    image_id: String,
+    tab_id: i32,
+    #[serde(default, rename = "ref")]
+    target: Option<String>,
+    #[serde(default)]
+    coordinate: Option<[f64; 2]>,
+    #[serde(default)]
+    filename: Option<String>,
+}
+
+pub async fn run(args: Args) -> Result<ToolResult, String> {
+    let tab = args.tab_id;
+    let img = screenshot::image(&args.image_id).ok_or_else(|| {
+        format!(
+            "Unknown imageId \"{}\": use the ID that a screenshot or zoom returned (the last few per tab are kept).",
+            args.image_id
+        )
+    })?;
+    let name = args.filename.unwrap_or_else(|| "image.png".into());
+    let function = include_str!("upload.js");
+    let out = match (&args.target, args.coordinate) {
+        (Some(r), _) => {
+            let object = refs::object_id(tab, r).await?;
+            cdp::send(
+                tab,
+                "Runtime.callFunctionOn",
+                json!({
+                    "objectId": object,
+                    "functionDeclaration": function,
+                    "arguments": [{"value": img.data}, {"value": img.mime}, {"value": name}, {"value": 0}, {"value": 0}],
+                    "returnByValue": true,
+                }),
+            )
+            .await?
+        }
+        (None, Some(c)) => {
+            let (x, y) = coords::to_viewport(tab, c[0], c[1]);
+            let expr = format!(
+                "(() => {{ const el = document.elementFromPoint({x}, {y}); if (!el) return {{error: 'Nothing at ({}, {}) to drop the image on.'}}; return ({function}).call(el, {}, {}, {}, {x}, {y}); }})()",
+                c[0],
+                c[1],
+                json!(img.data),
+                json!(img.mime),
+                json!(name)
+            );
+            cdp::send(tab, "Runtime.evaluate", json!({"expression": expr, "returnByValue": true})).await?
+        }
+        (None, None) => {
+            return Err("Missing argument: upload_image needs `ref` (a file input) or `coordinate` (where to drop the image).".into())
+        }
+    };
+    let v = out.pointer("/result/value").cloned().unwrap_or(Value::Null);
+    if let Some(e) = v.get("error").and_then(Value::as_str) {
+        return Err(e.to_string());
+    }
+    if out.get("exceptionDetails").is_some() {
+        return Err("Giving the file to the page failed (the page threw an exception).".into());
+    }
+    Ok(ToolResult::text(format!(
+        "Uploaded {} as \"{name}\" ({} bytes, {}) via {}",
+        args.image_id,
+        v.get("size").and_then(Value::as_u64).unwrap_or(0),
+        img.mime,
+        v.get("how").and_then(Value::as_str).unwrap_or("the page")
+    )))
+}

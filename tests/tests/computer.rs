@@ -1,0 +1,565 @@
+//! Computer use, end to end: screenshots whose coordinates land at any device scale factor and
+//! window size, mouse and keyboard actions checked by the page's own event log, scrolling, zoom,
+//! uploads, dialogs, popups joining the group, and a tab dragged out of it.
+
+use base64::Engine;
+use browser_operator_e2e::{images, Backend, Browser, BrowserOptions, FixtureServer, Result};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+const CONNECT: Duration = Duration::from_secs(20);
+
+async fn connected(opts: BrowserOptions) -> Result<(FixtureServer, Backend, Browser, i64)> {
+    browser_operator_e2e::init();
+    let fixtures = FixtureServer::start();
+    let backend = Backend::start().await?;
+    let browser = Browser::launch(opts).await?;
+    browser
+        .configure_extension(&backend.ws_url(), backend.token(), None)
+        .await?;
+    backend.wait_browsers(1, CONNECT).await?;
+    browser.wait_status("connected", CONNECT).await?;
+    let ctx = backend
+        .text("tabs_context_mcp", json!({"createIfEmpty": true}))
+        .await?;
+    let tab = context_tabs(&ctx)[0];
+    Ok((fixtures, backend, browser, tab))
+}
+
+fn context_tabs(text: &str) -> Vec<i64> {
+    let ctx: Value = serde_json::from_str(text.lines().next().unwrap_or("")).expect("JSON line");
+    ctx["availableTabs"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|t| t["tabId"].as_i64()).collect())
+        .unwrap_or_default()
+}
+
+async fn js(backend: &Backend, tab: i64, code: &str) -> Result<String> {
+    backend
+        .text("javascript_tool", json!({"tabId": tab, "text": code}))
+        .await
+}
+
+async fn computer(backend: &Backend, tab: i64, mut args: Value) -> Result<String> {
+    args["tabId"] = json!(tab);
+    backend.text("computer", args).await
+}
+
+/// Takes a screenshot; returns (width, height, id) after checking the image matches the text.
+async fn screenshot(backend: &Backend, tab: i64) -> Result<(f64, f64, String)> {
+    let r = backend
+        .command("computer", json!({"tabId": tab, "action": "screenshot"}))
+        .await?;
+    let text = match &r.outcome {
+        protocol::Outcome::Result { result } => result.content.iter().find_map(|b| match b {
+            protocol::ContentBlock::Text { text } => Some(text.clone()),
+            _ => None,
+        }),
+        _ => None,
+    }
+    .unwrap_or_else(|| panic!("{r:?}"));
+    // "Successfully captured screenshot (WxH, fmt) - ID: id"
+    let inner = &text[text.find('(').unwrap() + 1..text.find(')').unwrap()];
+    let (size, fmt) = inner.split_once(", ").unwrap();
+    let (w, h) = size.split_once('x').unwrap();
+    let (w, h): (u32, u32) = (w.parse().unwrap(), h.parse().unwrap());
+    let id = text.rsplit("ID: ").next().unwrap().to_string();
+    let imgs = images(&r);
+    assert_eq!(imgs.len(), 1);
+    assert_eq!(imgs[0].1, format!("image/{fmt}"));
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(imgs[0].0)
+        .expect("base64");
+    assert_eq!(decoded_size(&bytes), Some((w, h)), "{text}");
+    assert!(w.max(h) <= 1568, "{text}");
+    Ok((f64::from(w), f64::from(h), id))
+}
+
+/// PNG IHDR or JPEG SOF dimensions.
+fn decoded_size(b: &[u8]) -> Option<(u32, u32)> {
+    if b.starts_with(b"\x89PNG") {
+        let w = u32::from_be_bytes(b[16..20].try_into().ok()?);
+        let h = u32::from_be_bytes(b[20..24].try_into().ok()?);
+        return Some((w, h));
+    }
+    let mut i = 2;
+    while i + 9 < b.len() {
+        let (marker, len) = (b[i + 1], usize::from(b[i + 2]) << 8 | usize::from(b[i + 3]));
+        if (0xC0..=0xC3).contains(&marker) {
+            let h = u32::from(b[i + 5]) << 8 | u32::from(b[i + 6]);
+            let w = u32::from(b[i + 7]) << 8 | u32::from(b[i + 8]);
+            return Some((w, h));
+        }
+        i += 2 + len;
+    }
+    None
+}
+
+/// The CSS centre of an element.
+async fn centre(backend: &Backend, tab: i64, id: &str) -> Result<(f64, f64)> {
+    let v = js(
+        backend,
+        tab,
+        &format!("const r = document.getElementById('{id}').getBoundingClientRect(); [r.x + r.width / 2, r.y + r.height / 2]"),
+    )
+    .await?;
+    let v: Vec<f64> = serde_json::from_str(&v).expect("point");
+    Ok((v[0], v[1]))
+}
+
+async fn last_event(backend: &Backend, tab: i64, kind: &str) -> Result<Value> {
+    let v = js(
+        backend,
+        tab,
+        &format!("log.filter((e) => e.type === '{kind}').slice(-1)[0] || null"),
+    )
+    .await?;
+    Ok(serde_json::from_str(&v).unwrap_or(Value::Null))
+}
+
+async fn clicks_land(opts: BrowserOptions) -> Result<()> {
+    let (fixtures, backend, _browser, tab) = connected(opts).await?;
+    backend
+        .text(
+            "navigate",
+            json!({"tabId": tab, "url": fixtures.url("input.html")}),
+        )
+        .await?;
+    let (w, _h, _) = screenshot(&backend, tab).await?;
+    let css_width: f64 = js(&backend, tab, "innerWidth")
+        .await?
+        .parse()
+        .expect("width");
+    let ratio = w / css_width;
+    for id in ["b1", "b2", "b3"] {
+        let (x, y) = centre(&backend, tab, id).await?;
+        let (sx, sy) = ((x * ratio).round(), (y * ratio).round());
+        let out = computer(
+            &backend,
+            tab,
+            json!({"action": "left_click", "coordinate": [sx, sy]}),
+        )
+        .await?;
+        assert_eq!(out, format!("Clicked at ({sx}, {sy})"));
+        let e = last_event(&backend, tab, "click").await?;
+        assert_eq!(e["id"], id, "{e}");
+        assert!(
+            (e["x"].as_f64().unwrap() - x).abs() <= 1.0 / ratio + 1.0,
+            "{e} vs {x}"
+        );
+        assert_eq!(e["trusted"], true);
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn clicks_land_at_scale_1_and_default_size() -> Result<()> {
+    clicks_land(BrowserOptions::default()).await
+}
+
+#[tokio::test]
+async fn clicks_land_at_scale_2_and_a_wide_window() -> Result<()> {
+    clicks_land(BrowserOptions {
+        device_scale_factor: Some(2.0),
+        window_size: Some((1700, 1000)),
+        ..Default::default()
+    })
+    .await
+}
+
+#[tokio::test]
+async fn mouse_keyboard_scroll_zoom_and_upload() -> Result<()> {
+    let (fixtures, backend, _browser, tab) = connected(BrowserOptions::default()).await?;
+    backend
+        .text(
+            "navigate",
+            json!({"tabId": tab, "url": fixtures.url("input.html")}),
+        )
+        .await?;
+    let (bx, by) = centre(&backend, tab, "b2").await?;
+    let at = json!([bx, by]);
+    let out = computer(
+        &backend,
+        tab,
+        json!({"action": "right_click", "coordinate": at}),
+    )
+    .await?;
+    assert!(out.starts_with("Right-clicked at"), "{out}");
+    let e = last_event(&backend, tab, "contextmenu").await?;
+    assert_eq!(
+        (e["id"].as_str(), e["button"].as_i64()),
+        (Some("b2"), Some(2)),
+        "{e}"
+    );
+    computer(
+        &backend,
+        tab,
+        json!({"action": "double_click", "coordinate": at}),
+    )
+    .await?;
+    let e = last_event(&backend, tab, "dblclick").await?;
+    assert_eq!(
+        (e["id"].as_str(), e["detail"].as_i64()),
+        (Some("b2"), Some(2)),
+        "{e}"
+    );
+    computer(
+        &backend,
+        tab,
+        json!({"action": "triple_click", "coordinate": at}),
+    )
+    .await?;
+    assert_eq!(last_event(&backend, tab, "click").await?["detail"], 3);
+    computer(
+        &backend,
+        tab,
+        json!({"action": "left_click", "coordinate": at, "modifiers": "ctrl+shift"}),
+    )
+    .await?;
+    let e = last_event(&backend, tab, "click").await?;
+    assert_eq!(
+        (
+            e["ctrl"].as_bool(),
+            e["shift"].as_bool(),
+            e["alt"].as_bool()
+        ),
+        (Some(true), Some(true), Some(false)),
+        "{e}"
+    );
+    let e = backend
+        .error(
+            "computer",
+            json!({"tabId": tab, "action": "left_click", "coordinate": at, "modifiers": "hyper"}),
+        )
+        .await?;
+    assert!(e.contains("`modifiers`"), "{e}");
+    let (hx, hy) = centre(&backend, tab, "b3").await?;
+    computer(
+        &backend,
+        tab,
+        json!({"action": "hover", "coordinate": [hx, hy]}),
+    )
+    .await?;
+    assert_eq!(last_event(&backend, tab, "mouseover").await?["id"], "b3");
+
+    // Clicks by ref.
+    let found = backend
+        .text("find", json!({"tabId": tab, "query": "Three"}))
+        .await?;
+    let line = found
+        .lines()
+        .find(|l| l.contains("button \"Three\""))
+        .expect("found");
+    let r = &line[1..line.find(']').unwrap()];
+    computer(&backend, tab, json!({"action": "left_click", "ref": r})).await?;
+    assert_eq!(last_event(&backend, tab, "click").await?["id"], "b3");
+
+    // Typing: exactly the text, with key events for US characters.
+    let (tx, ty) = centre(&backend, tab, "text").await?;
+    computer(
+        &backend,
+        tab,
+        json!({"action": "left_click", "coordinate": [tx, ty]}),
+    )
+    .await?;
+    let out = computer(
+        &backend,
+        tab,
+        json!({"action": "type", "text": "Hello, World! ça (1+1=2)"}),
+    )
+    .await?;
+    assert_eq!(out, "Typed \"Hello, World! ça (1+1=2)\"");
+    assert_eq!(
+        js(&backend, tab, "text.value").await?,
+        "Hello, World! ça (1+1=2)"
+    );
+    let e = last_event(&backend, tab, "keypress").await?;
+    assert_eq!(
+        (e["key"].as_str(), e["code"].as_str()),
+        (Some(")"), Some("Digit0")),
+        "{e}"
+    );
+    let out = computer(
+        &backend,
+        tab,
+        json!({"action": "key", "text": "ctrl+a Backspace"}),
+    )
+    .await?;
+    assert_eq!(out, "Pressed 2 key(s): ctrl+a Backspace");
+    assert_eq!(js(&backend, tab, "text.value").await?, "");
+    computer(&backend, tab, json!({"action": "type", "text": "abcd"})).await?;
+    computer(
+        &backend,
+        tab,
+        json!({"action": "key", "text": "Backspace", "repeat": 3}),
+    )
+    .await?;
+    assert_eq!(js(&backend, tab, "text.value").await?, "a");
+    computer(&backend, tab, json!({"action": "key", "text": "Tab"})).await?;
+    assert_eq!(
+        js(&backend, tab, "document.activeElement.id").await?,
+        "area"
+    );
+    computer(
+        &backend,
+        tab,
+        json!({"action": "type", "text": "line one\nline two"}),
+    )
+    .await?;
+    assert_eq!(js(&backend, tab, "area.value").await?, "line one\nline two");
+    let (ex, ey) = centre(&backend, tab, "edit").await?;
+    computer(
+        &backend,
+        tab,
+        json!({"action": "left_click", "coordinate": [ex, ey]}),
+    )
+    .await?;
+    computer(
+        &backend,
+        tab,
+        json!({"action": "type", "text": "rich text"}),
+    )
+    .await?;
+    assert_eq!(
+        js(&backend, tab, "edit.innerText.trim()").await?,
+        "rich text"
+    );
+    let (sx, sy) = centre(&backend, tab, "second").await?;
+    computer(
+        &backend,
+        tab,
+        json!({"action": "left_click", "coordinate": [sx, sy]}),
+    )
+    .await?;
+    computer(&backend, tab, json!({"action": "key", "text": "Enter"})).await?;
+    assert_eq!(js(&backend, tab, "submitted").await?, "1");
+    let e = backend
+        .error(
+            "computer",
+            json!({"tabId": tab, "action": "key", "text": "ctrl+nope"}),
+        )
+        .await?;
+    assert!(e.contains("Unknown key \"nope\""), "{e}");
+
+    // Drag with intermediate moves.
+    let (dx, dy) = centre(&backend, tab, "drag").await?;
+    computer(&backend, tab, json!({"action": "left_click_drag", "start_coordinate": [dx, dy], "coordinate": [dx + 150.0, dy + 50.0]})).await?;
+    let pos = js(
+        &backend,
+        tab,
+        "[drag.offsetLeft, drag.offsetTop, dragMoves].join()",
+    )
+    .await?;
+    assert_eq!(pos, "170,450,10");
+
+    // zoom: the region at full resolution.
+    let out = backend
+        .command(
+            "computer",
+            json!({"tabId": tab, "action": "zoom", "region": [20, 20, 140, 60]}),
+        )
+        .await?;
+    assert_eq!(images(&out).len(), 1);
+    let e = backend
+        .error(
+            "computer",
+            json!({"tabId": tab, "action": "zoom", "region": [0, 0, 99999, 10]}),
+        )
+        .await?;
+    assert!(e.contains("leaves the viewport"), "{e}");
+
+    // upload_image: a screenshot as a File in a file input, and dropped on a drop zone.
+    let (_, _, id) = screenshot(&backend, tab).await?;
+    let file = backend
+        .text("find", json!({"tabId": tab, "query": "File"}))
+        .await?;
+    let line = file
+        .lines()
+        .find(|l| l.starts_with("[ref_") && l.contains("\"File\""))
+        .expect("file input");
+    let r = &line[1..line.find(']').unwrap()];
+    let out = backend
+        .text(
+            "upload_image",
+            json!({"tabId": tab, "imageId": id, "ref": r, "filename": "shot.png"}),
+        )
+        .await?;
+    assert!(out.contains("via file input"), "{out}");
+    let (px, py) = centre(&backend, tab, "drop").await?;
+    backend
+        .text(
+            "upload_image",
+            json!({"tabId": tab, "imageId": id, "coordinate": [px, py]}),
+        )
+        .await?;
+    let files = js(
+        &backend,
+        tab,
+        "files.map((f) => f.split(':').slice(0, 2).join(':')).join()",
+    )
+    .await?;
+    assert_eq!(files, "input:shot.png,drop:image.png");
+    let e = backend
+        .error(
+            "upload_image",
+            json!({"tabId": tab, "imageId": "nope", "ref": r}),
+        )
+        .await?;
+    assert!(e.contains("Unknown imageId"), "{e}");
+
+    // Scroll: a scrollable div under the point, then the page; a screenshot comes back.
+    let (cx, cy) = centre(&backend, tab, "scroller").await?;
+    let out = backend
+        .command("computer", json!({"tabId": tab, "action": "scroll", "coordinate": [cx, cy], "scroll_direction": "down", "scroll_amount": 2}))
+        .await?;
+    assert_eq!(images(&out).len(), 1);
+    assert!(
+        js(&backend, tab, "scroller.scrollTop")
+            .await?
+            .parse::<f64>()
+            .unwrap()
+            > 0.0
+    );
+    computer(
+        &backend,
+        tab,
+        json!({"action": "scroll", "coordinate": [100, 100], "scroll_direction": "down"}),
+    )
+    .await?;
+    assert!(js(&backend, tab, "scrollY").await?.parse::<f64>().unwrap() >= 100.0);
+    let out = computer(&backend, tab, json!({"action": "wait", "duration": 0.2})).await?;
+    assert_eq!(out, "Waited for 0.2 second(s)");
+    Ok(())
+}
+
+#[tokio::test]
+async fn dialogs_popups_resizing_and_leaving_the_group() -> Result<()> {
+    let (fixtures, backend, browser, tab) = connected(BrowserOptions::default()).await?;
+    backend
+        .text(
+            "navigate",
+            json!({"tabId": tab, "url": fixtures.url("dialogs.html")}),
+        )
+        .await?;
+    let (ax, ay) = centre(&backend, tab, "alert").await?;
+    let out = backend
+        .command(
+            "computer",
+            json!({"tabId": tab, "action": "left_click", "coordinate": [ax, ay]}),
+        )
+        .await?;
+    let text = format!("{out:?}");
+    assert!(
+        text.contains("A JavaScript alert dialog is open") && text.contains("Hello alert"),
+        "{text}"
+    );
+    let e = backend.error("read_page", json!({"tabId": tab})).await?;
+    assert!(
+        e.contains("alert dialog is open") && e.contains("handle_dialog"),
+        "{e}"
+    );
+    let out = backend
+        .text("handle_dialog", json!({"tabId": tab, "accept": true}))
+        .await?;
+    assert_eq!(out, "Accepted the alert dialog \"Hello alert\"");
+    assert_eq!(
+        js(&backend, tab, "document.body.dataset.after").await?,
+        "alert"
+    );
+    let (cx, cy) = centre(&backend, tab, "confirm").await?;
+    computer(
+        &backend,
+        tab,
+        json!({"action": "left_click", "coordinate": [cx, cy]}),
+    )
+    .await?;
+    backend
+        .text("handle_dialog", json!({"tabId": tab, "accept": false}))
+        .await?;
+    assert_eq!(
+        js(&backend, tab, "document.body.dataset.confirm").await?,
+        "false"
+    );
+    let (px, py) = centre(&backend, tab, "prompt").await?;
+    computer(
+        &backend,
+        tab,
+        json!({"action": "left_click", "coordinate": [px, py]}),
+    )
+    .await?;
+    let out = backend
+        .text(
+            "handle_dialog",
+            json!({"tabId": tab, "accept": true, "promptText": "Ada"}),
+        )
+        .await?;
+    assert!(out.contains("with \"Ada\""), "{out}");
+    assert_eq!(
+        js(&backend, tab, "document.body.dataset.prompt").await?,
+        "Ada"
+    );
+    let e = backend
+        .error("handle_dialog", json!({"tabId": tab, "accept": true}))
+        .await?;
+    assert!(e.contains("No JavaScript dialog is open"), "{e}");
+
+    // A tab that window.open opens joins the group.
+    let (ox, oy) = centre(&backend, tab, "open").await?;
+    computer(
+        &backend,
+        tab,
+        json!({"action": "left_click", "coordinate": [ox, oy]}),
+    )
+    .await?;
+    let mut tabs = Vec::new();
+    for _ in 0..50 {
+        tabs = context_tabs(&backend.text("tabs_context_mcp", json!({})).await?);
+        if tabs.len() == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(tabs.len(), 2, "{tabs:?}");
+    let popup = *tabs.iter().find(|t| **t != tab).unwrap();
+    for _ in 0..50 {
+        if js(&backend, popup, "location.search")
+            .await
+            .unwrap_or_default()
+            == "?opened"
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        js(&backend, popup, "document.title").await?,
+        "Fixture: hello"
+    );
+
+    // A tab dragged out of the group stops accepting commands.
+    let worker = browser.worker().await?;
+    worker
+        .eval(&format!("chrome.tabs.ungroup({popup}).then(() => 'ok')"))
+        .await?;
+    let e = backend
+        .error("javascript_tool", json!({"tabId": popup, "text": "1"}))
+        .await?;
+    assert!(e.contains("is not in the automation tab group"), "{e}");
+
+    // resize_window: the tab's window takes the size.
+    let out = backend
+        .text(
+            "resize_window",
+            json!({"tabId": tab, "width": 900, "height": 700}),
+        )
+        .await?;
+    assert!(
+        out.starts_with("Resized the window to 900x700; the viewport is now "),
+        "{out}"
+    );
+    let bounds = worker
+        .eval(&format!("chrome.tabs.get({tab}).then((t) => chrome.windows.get(t.windowId)).then((w) => w.width + 'x' + w.height)"))
+        .await?;
+    assert_eq!(bounds, json!("900x700"));
+    Ok(())
+}
