@@ -56,6 +56,17 @@ pub async fn with_timeout<T>(
     }
 }
 
+#[wasm_bindgen::prelude::wasm_bindgen]
+extern "C" {
+    #[wasm_bindgen(catch, js_name = RegExp)]
+    fn make_regexp(pattern: &str, flags: &str) -> Result<js_sys::RegExp, JsValue>;
+}
+
+/// A JavaScript regular expression (the browser's engine: no regex crate in the wasm).
+pub fn regexp(pattern: &str, flags: &str) -> Result<js_sys::RegExp, String> {
+    make_regexp(pattern, flags).map_err(|e| error_text(&e))
+}
+
 /// Logs to the worker's console (visible in chrome://extensions → service worker).
 pub fn log(msg: &str) {
     web_sys::console::log_1(&JsValue::from_str(&format!("[browser-operator] {msg}")));

@@ -16,6 +16,7 @@ mod tools;
 mod transport;
 
 use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::spawn_local;
 
 /// The worker started (install, browser start, or Chrome woke it for an event).
 #[wasm_bindgen]

@@ -21,15 +21,9 @@ pub struct Args {
 
 pub async fn run(args: Args) -> Result<ToolResult, String> {
     let pattern = match args.pattern.as_deref().filter(|p| !p.is_empty()) {
-        Some(p) => Some(
-            regex::RegexBuilder::new(p)
-                .case_insensitive(true)
-                .size_limit(1 << 20)
-                .build()
-                .map_err(|e| {
-                    format!("Invalid argument `pattern`: not a valid regular expression ({e}).")
-                })?,
-        ),
+        Some(p) => Some(crate::js::regexp(p, "i").map_err(|e| {
+            format!("Invalid argument `pattern`: not a valid regular expression ({e}).")
+        })?),
         None => None,
     };
     let limit = args.limit.unwrap_or(100);
@@ -37,7 +31,7 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
     let matching: Vec<_> = all
         .iter()
         .filter(|e| !args.only_errors || e.level == "error")
-        .filter(|e| pattern.as_ref().is_none_or(|p| p.is_match(&e.text)))
+        .filter(|e| pattern.as_ref().is_none_or(|p| p.test(&e.text)))
         .collect();
     if matching.is_empty() {
         return Ok(ToolResult::text(format!(
