@@ -63,7 +63,7 @@ impl Default for Limits {
             time_ms: 30_000.0,
             step_ms: 1_000.0,
             memory_bytes: 32 << 20,
-            stack_bytes: 256 << 10,
+            stack_bytes: 48 << 10,
             max_calls: 200,
             max_output_chars: 100_000,
             max_console_chars: 20_000,
@@ -123,10 +123,14 @@ pub struct Sandbox {
 
 impl Sandbox {
     /// A fresh isolate whose globals are one frozen namespace per entry of `interfaces`
-    /// (`{namespace: {name, version, methods: [{name, …}]}}`), plus `__interfaces`,
+    /// (JSON text `{namespace: {name, version, methods: [{name, …}]}}`; the order is kept),
+    /// plus `__interfaces`,
     /// `__getToolInterface` and `console`.
-    pub fn new(interfaces: &Json, limits: Limits) -> Result<Sandbox, String> {
-        let runtime = Runtime::new().map_err(|e| format!("sandbox: {e}"))?;
+    pub fn new(interfaces: &str, limits: Limits) -> Result<Sandbox, String> {
+        // The Rust allocator records each block's size, so the memory limit counts every byte
+        // (QuickJS's default allocator can't measure blocks on wasm32 and would not limit).
+        let runtime = Runtime::new_with_alloc(rquickjs::allocator::RustAllocator)
+            .map_err(|e| format!("sandbox: {e}"))?;
         runtime.set_memory_limit(limits.memory_bytes);
         runtime.set_max_stack_size(limits.stack_bytes);
         let start_ms = clock::now_ms();
@@ -153,6 +157,8 @@ impl Sandbox {
         let context = Context::full(&runtime).map_err(|e| format!("sandbox: {e}"))?;
         let host = Rc::new(RefCell::new(Host::default()));
         let interfaces_json = interfaces.to_string();
+        serde_json::from_str::<serde_json::Map<String, Json>>(interfaces)
+            .map_err(|e| format!("sandbox: the interfaces are not a JSON object: {e}"))?;
         let (settle, encode) = context.with(|ctx| -> Result<_, String> {
             let prelude: Function = ctx
                 .eval(include_str!("prelude.js"))
@@ -195,7 +201,7 @@ impl Sandbox {
             let opts = {
                 let mut o = rquickjs::context::EvalOptions::default();
                 o.strict = true;
-                o.filename = Some("script".into());
+                o.filename = Some(SCRIPT_FILE.into());
                 o
             };
             match ctx.eval_with_options::<Promise, _>(source, opts).catch(&ctx) {
@@ -477,9 +483,13 @@ fn describe(e: &CaughtError) -> String {
     }
 }
 
-/// The line in the agent's script of the first `script:LINE` frame.
+/// The file name the agent's script runs under (in stack traces).
+const SCRIPT_FILE: &str = "agent.js";
+
+/// The line in the agent's script of the first `agent.js:LINE` frame.
 fn script_line(stack: &str) -> Option<u32> {
-    let rest = &stack[stack.find("script:")? + "script:".len()..];
+    let at = format!("{SCRIPT_FILE}:");
+    let rest = &stack[stack.find(&at)? + at.len()..];
     rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
 }
 

@@ -3,7 +3,7 @@
 use super::*;
 use serde_json::json;
 
-fn interfaces() -> Json {
+fn interfaces() -> String {
     json!({
         "browser": {"name": "browser", "version": "1", "methods": [{"name": "navigate", "description": "", "inputSchema": {"type": "object"}}]},
         "todo": {"name": "todo", "version": "1", "methods": [
@@ -12,6 +12,7 @@ fn interfaces() -> Json {
             {"name": "hang", "description": "", "inputSchema": {"type": "object"}}
         ]}
     })
+    .to_string()
 }
 
 /// Runs `script` to the end; `todo.list` answers the items, `todo.add` appends, `hang` never

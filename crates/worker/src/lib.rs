@@ -2,6 +2,7 @@
 //! chrome.* listener synchronously and hands the events to the functions exported here.
 
 mod brand;
+mod btcp;
 mod cdp;
 mod chrome;
 mod group;

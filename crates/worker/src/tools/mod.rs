@@ -7,6 +7,7 @@ mod javascript;
 mod navigate;
 mod tabs;
 
+use crate::btcp;
 use crate::group;
 use protocol::{schema, ToolResult};
 use serde::de::DeserializeOwned;
@@ -27,6 +28,10 @@ pub async fn dispatch(tool: &str, args: Map<String, Value>) -> Result<ToolResult
         "navigate" => navigate::run(parse(args)?).await,
         "computer" => computer::run(parse(args)?).await,
         "javascript_tool" => javascript::run(parse(args)?).await,
+        "btcp_interfaces" => btcp::interfaces(parse(args)?).await,
+        "btcp_get_interface" => btcp::get_interface(parse(args)?).await,
+        "btcp_call" => btcp::call(parse(args)?).await,
+        "btcp_run_script" => btcp::run_script(parse(args)?).await,
         _ => Err(format!("Unknown tool: {tool}")),
     }
 }
