@@ -46,6 +46,20 @@ setup_rust() {
     mkdir -p "$TOOLS"
     npm install --prefix "$TOOLS" --no-save --no-audit --no-fund "binaryen@$BINARYEN_VERSION" >/dev/null
   fi
+  setup_wasm_cc
+}
+
+# The code-mode sandbox embeds QuickJS (C): building it for wasm32 needs clang and llvm-ar.
+setup_wasm_cc() {
+  have clang && have llvm-ar && clang -print-targets 2>/dev/null | grep -q wasm32 && return 0
+  if have apt-get && as_root true 2>/dev/null; then
+    say "installing clang, lld and llvm (QuickJS is compiled for wasm32 with them)"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang lld llvm >/dev/null
+  else
+    echo "clang is missing: install clang, lld and llvm (QuickJS is compiled for wasm32 with them)." >&2
+    return 1
+  fi
 }
 
 setup_chromium() {

@@ -30,9 +30,7 @@ async fn todo_app() -> Result<Setup> {
         .text("tabs_context_mcp", json!({"createIfEmpty": true}))
         .await?;
     let ctx: Value = serde_json::from_str(ctx.lines().next().unwrap_or(""))?;
-    let tab = ctx["availableTabs"][0]["tabId"]
-        .as_i64()
-        .expect("a tab id");
+    let tab = ctx["availableTabs"][0]["tabId"].as_i64().expect("a tab id");
     backend
         .text(
             "navigate",
@@ -124,9 +122,7 @@ async fn pages_offer_tools_that_agents_discover_and_call() -> Result<()> {
     let s = todo_app().await?;
 
     // Discovery: the page's namespaces after the built-in "browser".
-    let all = s
-        .json("btcp_interfaces", json!({"tabId": s.tab}))
-        .await?;
+    let all = s.json("btcp_interfaces", json!({"tabId": s.tab})).await?;
     assert_eq!(s.namespaces().await?, ["browser", "todo", "webmcp", "lab"]);
     let todo = &all["namespaces"][1];
     assert_eq!(todo["source"], "btcp");
@@ -144,7 +140,10 @@ async fn pages_offer_tools_that_agents_discover_and_call() -> Result<()> {
         true
     );
     let browser_methods = all["namespaces"][0]["interface"]["methods"].to_string();
-    assert!(browser_methods.contains("\"navigate\""), "{browser_methods}");
+    assert!(
+        browser_methods.contains("\"navigate\""),
+        "{browser_methods}"
+    );
 
     // One namespace, as declarations a model reads, and as JSON.
     let ts = s
@@ -155,7 +154,9 @@ async fn pages_offer_tools_that_agents_discover_and_call() -> Result<()> {
         )
         .await?;
     assert!(
-        ts.starts_with("/** Todo list v1.0.0. The todo items of this page. */\ndeclare namespace todo {"),
+        ts.starts_with(
+            "/** Todo list v1.0.0. The todo items of this page. */\ndeclare namespace todo {"
+        ),
         "{ts}"
     );
     assert!(
@@ -163,7 +164,9 @@ async fn pages_offer_tools_that_agents_discover_and_call() -> Result<()> {
         "{ts}"
     );
     assert!(
-        ts.contains("function list(args?: {\n    filter?: \"all\" | \"open\" | \"done\";\n  }): Promise<{"),
+        ts.contains(
+            "function list(args?: {\n    filter?: \"all\" | \"open\" | \"done\";\n  }): Promise<{"
+        ),
         "{ts}"
     );
     let json_iface = s
@@ -191,7 +194,8 @@ async fn pages_offer_tools_that_agents_discover_and_call() -> Result<()> {
         json!({"id": 1})
     );
     assert_eq!(
-        s.call("todo", "add", json!({"text": "Walk the dog"})).await?,
+        s.call("todo", "add", json!({"text": "Walk the dog"}))
+            .await?,
         json!({"id": 2})
     );
     assert_eq!(
@@ -246,7 +250,11 @@ async fn pages_offer_tools_that_agents_discover_and_call() -> Result<()> {
             .await?,
         "Missing required argument `method` (string)."
     );
-    assert_eq!(s.page("document.querySelectorAll('#items li').length").await?, "2");
+    assert_eq!(
+        s.page("document.querySelectorAll('#items li').length")
+            .await?,
+        "2"
+    );
 
     // Registration follows the user's state: signing in adds a namespace, signing out removes it.
     let before = s.json("btcp_interfaces", json!({"tabId": s.tab})).await?["revision"]
@@ -373,7 +381,11 @@ async fn code_mode_runs_a_ten_step_workflow_in_one_command() -> Result<()> {
         ]
     );
     assert_eq!(out["calls"][1]["args"], json!({"text": "Write report"}));
-    assert!(out["calls"].as_array().expect("calls").iter().all(|c| c["ok"] == true));
+    assert!(out["calls"]
+        .as_array()
+        .expect("calls")
+        .iter()
+        .all(|c| c["ok"] == true));
     // The app changed as the user sees it.
     assert_eq!(
         s.page("[...document.querySelectorAll('#items li')].map(li => li.textContent + (li.className ? '*' : '')).join(', ')")
@@ -407,26 +419,91 @@ async fn escape_attempts_fail_cleanly_and_the_worker_keeps_serving() -> Result<(
         .await?;
     assert_eq!(
         out["result"],
-        json!(["undefined", "undefined", "undefined", "undefined", "undefined", "undefined", "undefined", "undefined",
-            ["browser", "todo", "webmcp", "lab", "__interfaces", "__getToolInterface", "console"]])
+        json!([
+            "undefined",
+            "undefined",
+            "undefined",
+            "undefined",
+            "undefined",
+            "undefined",
+            "undefined",
+            "undefined",
+            [
+                "browser",
+                "todo",
+                "webmcp",
+                "lab",
+                "__interfaces",
+                "__getToolInterface",
+                "console"
+            ]
+        ])
     );
     let cases: &[(&str, &str)] = &[
-        ("return document.title", "ReferenceError: document is not defined (line 1)"),
-        ("return window.location.href", "ReferenceError: window is not defined (line 1)"),
-        ("return chrome.runtime.id", "ReferenceError: chrome is not defined (line 1)"),
-        ("return globalThis.chrome.runtime", "TypeError: cannot read property 'runtime' of undefined (line 1)"),
-        ("return todo.add.constructor('return this')()", "TypeError: Creating code from strings is not allowed in the sandbox. (line 1)"),
-        ("return (async () => {}).constructor('return 1')", "TypeError: Creating code from strings is not allowed in the sandbox. (line 1)"),
-        ("return Function('return 1')()", "TypeError: Creating code from strings is not allowed in the sandbox. (line 1)"),
-        ("return eval('1 + 1')", "ReferenceError: eval is not defined (line 1)"),
-        ("return (0, globalThis.eval)('1')", "TypeError: not a function (line 1)"),
-        ("return await fetch('http://127.0.0.1:1/')", "ReferenceError: fetch is not defined (line 1)"),
-        ("return new WebSocket('ws://127.0.0.1:1/')", "ReferenceError: WebSocket is not defined (line 1)"),
-        ("return WebAssembly.compile(new Uint8Array(8))", "ReferenceError: WebAssembly is not defined (line 1)"),
-        ("todo.add = async () => ({id: 'evil'})", "TypeError: 'add' is read-only (line 1)"),
-        ("Object.setPrototypeOf(todo, {list: () => 1})", "TypeError: object is not extensible (line 1)"),
-        ("Object.prototype.list = () => 'polluted'", "TypeError: object is not extensible (line 1)"),
-        ("__interfaces.todo.methods.push({name: 'x'})", "TypeError: object is not extensible (line 1)"),
+        (
+            "return document.title",
+            "ReferenceError: document is not defined (line 1)",
+        ),
+        (
+            "return window.location.href",
+            "ReferenceError: window is not defined (line 1)",
+        ),
+        (
+            "return chrome.runtime.id",
+            "ReferenceError: chrome is not defined (line 1)",
+        ),
+        (
+            "return globalThis.chrome.runtime",
+            "TypeError: cannot read property 'runtime' of undefined (line 1)",
+        ),
+        (
+            "return todo.add.constructor('return this')()",
+            "TypeError: Creating code from strings is not allowed in the sandbox. (line 1)",
+        ),
+        (
+            "return (async () => {}).constructor('return 1')",
+            "TypeError: Creating code from strings is not allowed in the sandbox. (line 1)",
+        ),
+        (
+            "return Function('return 1')()",
+            "TypeError: Creating code from strings is not allowed in the sandbox. (line 1)",
+        ),
+        (
+            "return eval('1 + 1')",
+            "ReferenceError: eval is not defined (line 1)",
+        ),
+        (
+            "return (0, globalThis.eval)('1')",
+            "TypeError: not a function (line 1)",
+        ),
+        (
+            "return await fetch('http://127.0.0.1:1/')",
+            "ReferenceError: fetch is not defined (line 1)",
+        ),
+        (
+            "return new WebSocket('ws://127.0.0.1:1/')",
+            "ReferenceError: WebSocket is not defined (line 1)",
+        ),
+        (
+            "return WebAssembly.compile(new Uint8Array(8))",
+            "ReferenceError: WebAssembly is not defined (line 1)",
+        ),
+        (
+            "todo.add = async () => ({id: 'evil'})",
+            "TypeError: 'add' is read-only (line 1)",
+        ),
+        (
+            "Object.setPrototypeOf(todo, {list: () => 1})",
+            "TypeError: object is not extensible (line 1)",
+        ),
+        (
+            "Object.prototype.list = () => 'polluted'",
+            "TypeError: object is not extensible (line 1)",
+        ),
+        (
+            "__interfaces.todo.methods.push({name: 'x'})",
+            "TypeError: object is not extensible (line 1)",
+        ),
     ];
     for (script, expected) in cases {
         assert_eq!(&s.script_error(script, t).await?, expected, "{script}");
@@ -440,7 +517,10 @@ async fn escape_attempts_fail_cleanly_and_the_worker_keeps_serving() -> Result<(
     let e = s.script_error("while (true) {}", t).await?;
     assert_eq!(e, "The script ran for more than 1000 ms without waiting on a tool call (an endless loop?) and was stopped.");
     let e = s
-        .script_error("await todo.list(); for (;;) { try { while (true) {} } catch (e) {} }", t)
+        .script_error(
+            "await todo.list(); for (;;) { try { while (true) {} } catch (e) {} }",
+            t,
+        )
         .await?;
     assert!(e.contains("was stopped"), "{e}");
     let e = s
@@ -449,12 +529,17 @@ async fn escape_attempts_fail_cleanly_and_the_worker_keeps_serving() -> Result<(
     assert!(e.contains("recursion too deep"), "{e}");
     // Recursion within the limit works and the limit is an exception the script can catch.
     let depth = s
-        .script("let d = 0; function f() { d++; f(); } try { f(); } catch (e) { return [d, e.name]; }")
+        .script(
+            "let d = 0; function f() { d++; f(); } try { f(); } catch (e) { return [d, e.name]; }",
+        )
         .await?;
     assert!(depth["result"][0].as_u64().unwrap_or(0) > 100, "{depth}");
     assert_eq!(depth["result"][1], "RangeError");
     let e = s
-        .script_error("const a = []; while (true) a.push('x'.repeat(1 << 20) + a.length);", t)
+        .script_error(
+            "const a = []; while (true) a.push('x'.repeat(1 << 20) + a.length);",
+            t,
+        )
         .await?;
     assert!(e.contains("memory limit of 32 MB"), "{e}");
     let e = s.script_error("return 'x'.repeat(500000)", t).await?;
@@ -479,7 +564,9 @@ async fn escape_attempts_fail_cleanly_and_the_worker_keeps_serving() -> Result<(
         )
         .await?;
     assert!(
-        e.starts_with(&format!("Error: Tab {outside} is not in the automation tab group.")),
+        e.starts_with(&format!(
+            "Error: Tab {outside} is not in the automation tab group."
+        )),
         "{e}"
     );
     let e = s
@@ -489,7 +576,12 @@ async fn escape_attempts_fail_cleanly_and_the_worker_keeps_serving() -> Result<(
             json!({"tabId": outside, "script": "return await todo.list()"}),
         )
         .await?;
-    assert!(e.starts_with(&format!("Tab {outside} is not in the automation tab group.")), "{e}");
+    assert!(
+        e.starts_with(&format!(
+            "Tab {outside} is not in the automation tab group."
+        )),
+        "{e}"
+    );
     let e = s
         .backend
         .error(
@@ -497,10 +589,17 @@ async fn escape_attempts_fail_cleanly_and_the_worker_keeps_serving() -> Result<(
             json!({"tabId": outside, "namespace": "todo", "method": "add", "args": {"text": "x"}}),
         )
         .await?;
-    assert!(e.starts_with(&format!("Tab {outside} is not in the automation tab group.")), "{e}");
+    assert!(
+        e.starts_with(&format!(
+            "Tab {outside} is not in the automation tab group."
+        )),
+        "{e}"
+    );
     assert_eq!(outside_page.eval("document.title").await?, "Fixture: todo");
     assert_eq!(
-        outside_page.eval("document.querySelectorAll('#items li').length").await?,
+        outside_page
+            .eval("document.querySelectorAll('#items li').length")
+            .await?,
         0
     );
 
@@ -512,7 +611,9 @@ async fn escape_attempts_fail_cleanly_and_the_worker_keeps_serving() -> Result<(
     );
     let meanwhile = async {
         tokio::time::sleep(Duration::from_millis(500)).await;
-        let added = s.call("todo", "add", json!({"text": "while waiting"})).await?;
+        let added = s
+            .call("todo", "add", json!({"text": "while waiting"}))
+            .await?;
         s.still_serving().await?;
         Result::Ok(added)
     };
@@ -523,7 +624,10 @@ async fn escape_attempts_fail_cleanly_and_the_worker_keeps_serving() -> Result<(
         other => panic!("the hanging script should fail: {other:?}"),
     };
     assert!(hung.contains("lab.hang"), "{hung}");
-    assert!(hung.contains("\"call\":\"todo.list\""), "the trace comes with it: {hung}");
+    assert!(
+        hung.contains("\"call\":\"todo.list\""),
+        "the trace comes with it: {hung}"
+    );
 
     // Through all of it, the worker kept serving and the app still works.
     s.still_serving().await?;

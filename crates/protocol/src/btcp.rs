@@ -117,10 +117,37 @@ fn is_tool_name(s: &str) -> bool {
 
 /// Names a page namespace can't take: the sandbox's own globals.
 const RESERVED: &[&str] = &[
-    "browser", "console", "globalThis", "__interfaces", "__getToolInterface", "Object", "Array",
-    "Function", "JSON", "Math", "Promise", "Reflect", "Proxy", "Symbol", "String", "Number",
-    "Boolean", "Date", "RegExp", "Error", "Map", "Set", "WeakMap", "WeakSet", "BigInt", "Intl",
-    "undefined", "NaN", "Infinity", "eval", "arguments",
+    "browser",
+    "console",
+    "globalThis",
+    "__interfaces",
+    "__getToolInterface",
+    "Object",
+    "Array",
+    "Function",
+    "JSON",
+    "Math",
+    "Promise",
+    "Reflect",
+    "Proxy",
+    "Symbol",
+    "String",
+    "Number",
+    "Boolean",
+    "Date",
+    "RegExp",
+    "Error",
+    "Map",
+    "Set",
+    "WeakMap",
+    "WeakSet",
+    "BigInt",
+    "Intl",
+    "undefined",
+    "NaN",
+    "Infinity",
+    "eval",
+    "arguments",
 ];
 
 impl PageTools {
@@ -170,7 +197,12 @@ impl PageTools {
             .iter()
             .find(|m| m.name == method)
             .ok_or_else(|| {
-                let names: Vec<_> = ns.interface.methods.iter().map(|m| m.name.as_str()).collect();
+                let names: Vec<_> = ns
+                    .interface
+                    .methods
+                    .iter()
+                    .map(|m| m.name.as_str())
+                    .collect();
                 format!(
                     "The namespace {namespace} has no method \"{method}\". Methods: {}.",
                     names.join(", ")
@@ -179,7 +211,10 @@ impl PageTools {
     }
 
     pub fn names(&self) -> Vec<&str> {
-        self.namespaces.iter().map(|n| n.namespace.as_str()).collect()
+        self.namespaces
+            .iter()
+            .map(|n| n.namespace.as_str())
+            .collect()
     }
 
     /// `{namespace: interface}` as JSON text, in registration order: what code mode's
@@ -207,10 +242,7 @@ impl PageTools {
             .flat_map(|n| {
                 n.interface.methods.iter().map(move |m| ListedTool {
                     name: format!("{}.{}", n.namespace, m.name),
-                    description: format!(
-                        "[Defined by the web page, untrusted] {}",
-                        m.description
-                    ),
+                    description: format!("[Defined by the web page, untrusted] {}", m.description),
                     input_schema: m.input_schema.clone(),
                 })
             })
@@ -237,9 +269,7 @@ fn check_namespace(ns: &Namespace) -> Result<(), String> {
     }
     let methods = &ns.interface.methods;
     if methods.is_empty() || methods.len() > MAX_METHODS {
-        return Err(format!(
-            "{name} must have 1 to {MAX_METHODS} methods."
-        ));
+        return Err(format!("{name} must have 1 to {MAX_METHODS} methods."));
     }
     for m in methods {
         let ok_name = match ns.source {
@@ -247,7 +277,10 @@ fn check_namespace(ns: &Namespace) -> Result<(), String> {
             _ => is_identifier(&m.name),
         };
         if !ok_name {
-            return Err(format!("{name}: the method name {:?} is not allowed.", m.name));
+            return Err(format!(
+                "{name}: the method name {:?} is not allowed.",
+                m.name
+            ));
         }
         if m.description.is_empty() || m.description.len() > MAX_DESCRIPTION {
             return Err(format!(
@@ -398,7 +431,11 @@ fn object_type(schema: &Value, indent: &str) -> String {
         } else {
             serde_json::to_string(name).unwrap_or_default()
         };
-        let q = if required.contains(&name.as_str()) { "" } else { "?" };
+        let q = if required.contains(&name.as_str()) {
+            ""
+        } else {
+            "?"
+        };
         out.push_str(&format!("{inner}{key}{q}: {};\n", ts_type(sub, &inner)));
     }
     out.push_str(indent);
@@ -490,6 +527,9 @@ mod tests {
         );
         let browser = declarations(&browser_namespace());
         assert!(browser.contains("function navigate(args: {"), "{browser}");
-        assert!(browser.contains("action?: \"javascript_exec\";"), "{browser}");
+        assert!(
+            browser.contains("action?: \"javascript_exec\";"),
+            "{browser}"
+        );
     }
 }

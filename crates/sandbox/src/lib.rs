@@ -172,7 +172,10 @@ impl Sandbox {
                 .map_err(|e| format!("sandbox prelude: {e}"))?;
             let settle: Function = hooks.get("settle").map_err(|e| e.to_string())?;
             let encode: Function = hooks.get("encode").map_err(|e| e.to_string())?;
-            Ok((Persistent::save(&ctx, settle), Persistent::save(&ctx, encode)))
+            Ok((
+                Persistent::save(&ctx, settle),
+                Persistent::save(&ctx, encode),
+            ))
         })?;
         Ok(Sandbox {
             settle: Some(settle),
@@ -204,7 +207,10 @@ impl Sandbox {
                 o.filename = Some(SCRIPT_FILE.into());
                 o
             };
-            match ctx.eval_with_options::<Promise, _>(source, opts).catch(&ctx) {
+            match ctx
+                .eval_with_options::<Promise, _>(source, opts)
+                .catch(&ctx)
+            {
                 Ok(p) => Ok(Persistent::save(&ctx, p)),
                 Err(e) => Err(describe(&e)),
             }
@@ -320,29 +326,31 @@ impl Sandbox {
         };
         let limits = self.limits;
         let encode = self.encode.clone();
-        let settled = self.context.with(|ctx| -> Option<Result<Option<Json>, String>> {
-            let main = match main.restore(&ctx) {
-                Ok(m) => m,
-                Err(e) => return Some(Err(format!("internal: {e}"))),
-            };
-            match main.state() {
-                PromiseState::Pending => None,
-                PromiseState::Rejected => {
-                    let err = match main.result::<Value>() {
-                        Some(Err(e)) => describe(&CaughtError::from_error(&ctx, e)),
-                        _ => "The script failed.".into(),
-                    };
-                    Some(Err(err))
+        let settled = self
+            .context
+            .with(|ctx| -> Option<Result<Option<Json>, String>> {
+                let main = match main.restore(&ctx) {
+                    Ok(m) => m,
+                    Err(e) => return Some(Err(format!("internal: {e}"))),
+                };
+                match main.state() {
+                    PromiseState::Pending => None,
+                    PromiseState::Rejected => {
+                        let err = match main.result::<Value>() {
+                            Some(Err(e)) => describe(&CaughtError::from_error(&ctx, e)),
+                            _ => "The script failed.".into(),
+                        };
+                        Some(Err(err))
+                    }
+                    PromiseState::Resolved => {
+                        let value = match main.result::<Value>() {
+                            Some(Ok(v)) => v,
+                            _ => return Some(Err("internal: no return value".into())),
+                        };
+                        Some(encode_value(&ctx, encode, value, limits.max_output_chars))
+                    }
                 }
-                PromiseState::Resolved => {
-                    let value = match main.result::<Value>() {
-                        Some(Ok(v)) => v,
-                        _ => return Some(Err("internal: no return value".into())),
-                    };
-                    Some(encode_value(&ctx, encode, value, limits.max_output_chars))
-                }
-            }
-        });
+            });
         if let Some(stop) = self.stopped.get() {
             return self.finish(Err(self.stop_message(stop)));
         }
@@ -436,10 +444,12 @@ fn encode_value<'js>(
         .ok_or("internal: the sandbox is closed")?
         .restore(ctx)
         .map_err(|e| format!("internal: {e}"))?;
-    let text: Value = encode
-        .call((value,))
-        .catch(ctx)
-        .map_err(|e| format!("The return value can't be turned into JSON: {}", describe(&e)))?;
+    let text: Value = encode.call((value,)).catch(ctx).map_err(|e| {
+        format!(
+            "The return value can't be turned into JSON: {}",
+            describe(&e)
+        )
+    })?;
     let Some(text) = text.as_string() else {
         return Ok(None);
     };
@@ -490,7 +500,10 @@ const SCRIPT_FILE: &str = "agent.js";
 fn script_line(stack: &str) -> Option<u32> {
     let at = format!("{SCRIPT_FILE}:");
     let rest = &stack[stack.find(&at)? + at.len()..];
-    rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
+    rest.split(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()
 }
 
 #[cfg(test)]

@@ -36,7 +36,10 @@ fn run_with(script: &str, limits: Limits) -> (Result<Option<Json>, String>, Vec<
                             Ok(json!({"count": items.len()}).to_string())
                         }
                         ("todo", "hang") => continue,
-                        _ => Err(format!("Tab {} is not in the automation tab group.", c.args["tabId"])),
+                        _ => Err(format!(
+                            "Tab {} is not in the automation tab group.",
+                            c.args["tabId"]
+                        )),
                     };
                     results.push((c.id, r));
                 }
@@ -99,10 +102,15 @@ fn host_errors_reject_and_can_be_caught() {
     let out = run("try { await browser.navigate({url: 'x', tabId: 99}); } catch (e) { return 'caught: ' + e.message; }");
     assert_eq!(
         out,
-        Ok(Some(json!("caught: Tab 99 is not in the automation tab group.")))
+        Ok(Some(json!(
+            "caught: Tab 99 is not in the automation tab group."
+        )))
     );
     let e = fails("await browser.navigate({url: 'x', tabId: 99});");
-    assert!(e.contains("Tab 99 is not in the automation tab group"), "{e}");
+    assert!(
+        e.contains("Tab 99 is not in the automation tab group"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -115,10 +123,18 @@ fn only_the_namespaces_are_in_scope() {
     for v in out.as_array().unwrap() {
         assert_eq!(v, "undefined");
     }
-    let names = run("return Object.keys(globalThis).sort()").unwrap().unwrap();
+    let names = run("return Object.keys(globalThis).sort()")
+        .unwrap()
+        .unwrap();
     assert_eq!(
         names,
-        json!(["__getToolInterface", "__interfaces", "browser", "console", "todo"])
+        json!([
+            "__getToolInterface",
+            "__interfaces",
+            "browser",
+            "console",
+            "todo"
+        ])
     );
 }
 
@@ -177,7 +193,9 @@ fn namespaces_are_frozen() {
 
 #[test]
 fn interfaces_are_introspectable() {
-    let out = run("return [Object.keys(__interfaces), __getToolInterface('todo').methods.map(m => m.name)]");
+    let out = run(
+        "return [Object.keys(__interfaces), __getToolInterface('todo').methods.map(m => m.name)]",
+    );
     assert_eq!(
         out,
         Ok(Some(json!([["browser", "todo"], ["list", "add", "hang"]])))
@@ -196,10 +214,7 @@ fn endless_loop_is_stopped() {
     let e = out.unwrap_err();
     assert!(e.contains("without waiting on a tool call"), "{e}");
     // Catching does not help: the interrupt can't be caught.
-    let (out, _) = run_with(
-        "for (;;) { try { while (true) {} } catch (e) {} }",
-        limits,
-    );
+    let (out, _) = run_with("for (;;) { try { while (true) {} } catch (e) {} }", limits);
     assert!(out.unwrap_err().contains("was stopped"));
     // A loop after a tool call is stopped too.
     let (out, trace) = run_with("await todo.list(); for (;;) {}", limits);
@@ -229,7 +244,10 @@ fn huge_allocation_hits_the_memory_limit() {
     let e = fails("const a = []; while (true) a.push('x'.repeat(1 << 20) + a.length);");
     assert!(e.contains("memory"), "{e}");
     let e = fails("return 'x'.repeat(1 << 30).length");
-    assert!(e.contains("memory") || e.contains("RangeError") || e.contains("invalid"), "{e}");
+    assert!(
+        e.contains("memory") || e.contains("RangeError") || e.contains("invalid"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -274,7 +292,9 @@ fn bad_arguments_are_explained() {
 #[test]
 fn concurrent_calls_resolve_in_any_order() {
     let mut s = Sandbox::new(&interfaces(), Limits::default()).unwrap();
-    let step = s.start("const [a, b] = await Promise.all([todo.list(), todo.add({text: 'x'})]); return [a, b];");
+    let step = s.start(
+        "const [a, b] = await Promise.all([todo.list(), todo.add({text: 'x'})]); return [a, b];",
+    );
     let Step::Calls(calls) = step else {
         panic!("{step:?}")
     };

@@ -120,7 +120,8 @@ pub async fn call_method(
             Box::pin(tools::dispatch(method, args));
         return fut.await.map(Answer::Builtin);
     }
-    schema::check_args(&spec.input_schema, &args).map_err(|e| format!("{namespace}.{method}: {e}"))?;
+    schema::check_args(&spec.input_schema, &args)
+        .map_err(|e| format!("{namespace}.{method}: {e}"))?;
     page::invoke(tab, namespace, method, &args, page_timeout_ms)
         .await
         .map(Answer::Page)

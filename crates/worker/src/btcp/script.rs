@@ -14,7 +14,9 @@ use std::future::Future;
 use std::pin::Pin;
 use wasm_bindgen::prelude::*;
 
-#[wasm_bindgen(inline_js = "export function guarded(f) { try { f(); return undefined; } catch (e) { return String((e && e.message) || e); } }")]
+#[wasm_bindgen(
+    inline_js = "export function guarded(f) { try { f(); return undefined; } catch (e) { return String((e && e.message) || e); } }"
+)]
 extern "C" {
     /// Calls `f`, returning what it threw (a JS exception unwinding through the wasm).
     fn guarded(f: &mut dyn FnMut()) -> Option<String>;
@@ -73,7 +75,7 @@ pub async fn run(tab: i32, script: &str, timeout_ms: Option<u32>) -> Result<Tool
             Step::Calls(calls) => {
                 for c in calls {
                     waiting.push((c.id, format!("{}.{}", c.namespace, c.method)));
-                    let budget = remaining_ms(&sandbox).min(PAGE_CALL_MS).max(1);
+                    let budget = remaining_ms(&sandbox).clamp(1, PAGE_CALL_MS);
                     inflight.push(Box::pin(perform(&tools, tab, c, budget)));
                 }
             }
@@ -91,7 +93,7 @@ pub async fn run(tab: i32, script: &str, timeout_ms: Option<u32>) -> Result<Tool
                 break Err(format!(
                     "The script did not finish within its time limit of {time_ms} ms and was stopped while waiting on {}.",
                     names.join(", ")
-                ))
+                ));
             }
         }
     };
