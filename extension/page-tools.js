@@ -143,7 +143,6 @@
   const webmcpOwner = freeze({});
   const webmcpTools = new MapCtor();
   function syncWebmcp() {
-    apply(mapDelete, providers, ["webmcp"]);
     const names = arrayFrom(apply(mapKeys, webmcpTools, []));
     if (names.length > 0) {
       const iface = { name: "webmcp", version: "1", description: "Tools this page registered with WebMCP (document.modelContext).", methods: [] };
@@ -153,7 +152,10 @@
         iface.methods[iface.methods.length] = t.method;
         apply(mapSet, methods, [name, { fn: t.execute, self: t.tool }]);
       }
+      // Map.set keeps the namespace where it was first registered.
       apply(mapSet, providers, ["webmcp", { iface: deepFreeze(iface), methods: methods, owner: webmcpOwner, source: "webmcp" }]);
+    } else {
+      apply(mapDelete, providers, ["webmcp"]);
     }
     revision++;
   }

@@ -273,8 +273,44 @@ async fn pages_offer_tools_that_agents_discover_and_call() -> Result<()> {
         s.call("account", "whoami", json!({})).await?,
         json!({"user": "ada"})
     );
-    s.page("document.getElementById('signin').click()").await?;
+    let webmcp = s
+        .backend
+        .text(
+            "btcp_get_interface",
+            json!({"tabId": s.tab, "namespace": "webmcp"}),
+        )
+        .await?;
+    assert!(
+        webmcp.contains("  /** Sign the user out. */\n  // call as webmcp[\"account.sign_out\"](args)\n  const \"account.sign_out\": (args?: {}) => Promise<unknown>;"),
+        "{webmcp}"
+    );
+    // Signing out through the page's own WebMCP tool aborts its signal: the tool goes too.
+    assert_eq!(
+        s.backend
+            .text(
+                "btcp_call",
+                json!({"tabId": s.tab, "namespace": "webmcp", "method": "account.sign_out"}),
+            )
+            .await?,
+        "undefined"
+    );
+    assert_eq!(
+        s.page("document.getElementById('user').textContent")
+            .await?,
+        "Signed out"
+    );
     assert_eq!(s.namespaces().await?, ["browser", "todo", "webmcp", "lab"]);
+    let webmcp = s
+        .json(
+            "btcp_get_interface",
+            json!({"tabId": s.tab, "namespace": "webmcp", "format": "json"}),
+        )
+        .await?;
+    assert_eq!(
+        webmcp["methods"].as_array().map(Vec::len),
+        Some(1),
+        "{webmcp}"
+    );
     assert_eq!(
         s.call_error("account", "whoami", json!({})).await?,
         "This tab has no tool namespace \"account\". Namespaces: browser, todo, webmcp, lab."
@@ -291,6 +327,7 @@ async fn pages_offer_tools_that_agents_discover_and_call() -> Result<()> {
             window.btcp = {}; delete window.btcp; btcp.__invoke = () => 1;
             out.push(window.btcp === original && btcp.__invoke === invoke ? 'btcp unchanged' : 'btcp changed');
             try { document.modelContext.registerTool({name: 'search_todos', description: 'x', execute() {}}); out.push('dup'); } catch (e) { out.push(e.message); }
+            out.push(navigator.modelContext === document.modelContext);
             out"#,
         )
         .await?;
@@ -301,7 +338,8 @@ async fn pages_offer_tools_that_agents_discover_and_call() -> Result<()> {
             "btcp: namespace todo is already registered",
             false,
             "btcp unchanged",
-            "registerTool: a tool named search_todos is already registered"
+            "registerTool: a tool named search_todos is already registered",
+            true
         ])
     );
     assert_eq!(
@@ -514,8 +552,13 @@ async fn escape_attempts_fail_cleanly_and_the_worker_keeps_serving() -> Result<(
     assert!(e.contains("could not load module"), "{e}");
 
     // Limits: each stops the script with a message that names the limit.
-    let e = s.script_error("while (true) {}", t).await?;
-    assert_eq!(e, "The script ran for more than 1000 ms without waiting on a tool call (an endless loop?) and was stopped.");
+    // An endless loop is stopped; a command sent meanwhile is answered (once the step ends).
+    let (e, served) = tokio::join!(s.script_error("while (true) {}", t), async {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        s.still_serving().await
+    });
+    served?;
+    assert_eq!(e?, "The script ran for more than 1000 ms without waiting on a tool call (an endless loop?) and was stopped.");
     let e = s
         .script_error(
             "await todo.list(); for (;;) { try { while (true) {} } catch (e) {} }",
