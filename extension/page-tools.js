@@ -18,15 +18,14 @@
   const isArray = Array.isArray;
   const PromiseCtor = Promise;
   const resolved = Promise.resolve.bind(Promise);
-  const race = Promise.race.bind(Promise);
   const then = Promise.prototype.then;
   const setTimer = setTimeout.bind(window);
   const clearTimer = clearTimeout.bind(window);
   const test = (re, s) => apply(RegExp.prototype.test, re, [s]);
   const MapCtor = Map;
   const mapGet = Map.prototype.get, mapSet = Map.prototype.set, mapDelete = Map.prototype.delete;
-  const mapHas = Map.prototype.has, mapKeys = Map.prototype.keys;
-  const arrayFrom = Array.from;
+  // Map.prototype.forEach, not for-of: iterators can be patched by page scripts.
+  const mapHas = Map.prototype.has, mapForEach = Map.prototype.forEach;
   const ErrorCtor = Error, TypeErrorCtor = TypeError;
   const StringCtor = String;
 
@@ -143,15 +142,13 @@
   const webmcpOwner = freeze({});
   const webmcpTools = new MapCtor();
   function syncWebmcp() {
-    const names = arrayFrom(apply(mapKeys, webmcpTools, []));
-    if (names.length > 0) {
-      const iface = { name: "webmcp", version: "1", description: "Tools this page registered with WebMCP (document.modelContext).", methods: [] };
-      const methods = new MapCtor();
-      for (const name of names) {
-        const t = apply(mapGet, webmcpTools, [name]);
-        iface.methods[iface.methods.length] = t.method;
-        apply(mapSet, methods, [name, { fn: t.execute, self: t.tool }]);
-      }
+    const iface = { name: "webmcp", version: "1", description: "Tools this page registered with WebMCP (document.modelContext).", methods: [] };
+    const methods = new MapCtor();
+    apply(mapForEach, webmcpTools, [(t, name) => {
+      iface.methods[iface.methods.length] = t.method;
+      apply(mapSet, methods, [name, { fn: t.execute, self: t.tool }]);
+    }]);
+    if (iface.methods.length > 0) {
       // Map.set keeps the namespace where it was first registered.
       apply(mapSet, providers, ["webmcp", { iface: deepFreeze(iface), methods: methods, owner: webmcpOwner, source: "webmcp" }]);
     } else {
@@ -188,10 +185,9 @@
   // For the worker: the registry as JSON text.
   function describe() {
     const namespaces = [];
-    for (const ns of arrayFrom(apply(mapKeys, providers, []))) {
-      const e = apply(mapGet, providers, [ns]);
+    apply(mapForEach, providers, [(e, ns) => {
       namespaces[namespaces.length] = { namespace: ns, source: e.source, interface: e.iface };
-    }
+    }]);
     return stringify({ revision: revision, namespaces: namespaces });
   }
 
@@ -208,24 +204,27 @@
     } catch (e) {
       return resolved(fail(message(e)));
     }
-    let timer;
-    const limit = new PromiseCtor((res) => {
-      timer = setTimer(() => res(fail(ns + "." + method + " did not answer within " + timeoutMs / 1000 + " s.")), timeoutMs);
+    // No Promise.race: it iterates its argument, and iterators can be patched by page scripts.
+    return new PromiseCtor((res) => {
+      let settled = false;
+      const finish = (r) => {
+        if (settled) return;
+        settled = true;
+        clearTimer(timer);
+        res(r);
+      };
+      const timer = setTimer(() => finish(fail(ns + "." + method + " did not answer within " + timeoutMs / 1000 + " s.")), timeoutMs);
+      apply(then, run, [
+        (v) => {
+          try {
+            finish(v === undefined ? stringify({ ok: true }) : stringify({ ok: true, value: v }));
+          } catch (e) {
+            finish(fail(ns + "." + method + " returned a value that is not JSON (" + message(e) + ")."));
+          }
+        },
+        (e) => finish(fail(message(e))),
+      ]);
     });
-    const done = apply(then, run, [
-      (v) => {
-        try {
-          return v === undefined ? stringify({ ok: true }) : stringify({ ok: true, value: v });
-        } catch (e) {
-          return fail(ns + "." + method + " returned a value that is not JSON (" + message(e) + ").");
-        }
-      },
-      (e) => fail(message(e)),
-    ]);
-    return apply(then, race([done, limit]), [(r) => {
-      clearTimer(timer);
-      return r;
-    }]);
   }
 
   function message(e) {

@@ -351,6 +351,16 @@ async fn pages_offer_tools_that_agents_discover_and_call() -> Result<()> {
             .await?,
         "Still real"
     );
+
+    // Nor by patching the built-ins the registry uses after it loaded.
+    s.page("Map.prototype.get = () => undefined; Map.prototype.forEach = () => {}; Map.prototype.has = () => false; JSON.stringify = () => '{}'; JSON.parse = () => ({}); Array.prototype[Symbol.iterator] = function* () {}; Reflect.apply = () => 'evil'; setTimeout = () => 0; 'patched'")
+        .await?;
+    assert_eq!(s.namespaces().await?, ["browser", "todo", "webmcp", "lab"]);
+    assert_eq!(
+        s.call("todo", "add", json!({"text": "After patching"}))
+            .await?,
+        json!({"id": 4})
+    );
     Ok(())
 }
 
