@@ -85,6 +85,20 @@ build_worker() {
     --enable-reference-types --enable-multivalue --enable-mutable-globals "$wasm" -o "$wasm.opt"
   mv "$wasm.opt" "$wasm"
   say "worker: $(wc -c <"$wasm") bytes raw, $(gzip -9c "$wasm" | wc -c) bytes gzip"
+  build_sandbox
+}
+
+# Code mode's sandbox (QuickJS): its own wasm module, which extension/sandbox.js loads on first use.
+build_sandbox() {
+  say "building the code-mode sandbox"
+  cargo build --release -p browser-operator-sandbox --target wasm32-unknown-unknown
+  wasm-bindgen --target web --no-typescript --remove-name-section --remove-producers-section \
+    --out-dir "$PKG/sandbox" "$ROOT/target/wasm32-unknown-unknown/release/browser_operator_sandbox.wasm"
+  local wasm="$PKG/sandbox/browser_operator_sandbox_bg.wasm"
+  "$WASM_OPT" -Oz --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
+    --enable-reference-types --enable-multivalue --enable-mutable-globals "$wasm" -o "$wasm.opt"
+  mv "$wasm.opt" "$wasm"
+  say "sandbox: $(wc -c <"$wasm") bytes raw, $(gzip -9c "$wasm" | wc -c) bytes gzip"
 }
 
 build_server() {
@@ -98,7 +112,7 @@ lint() {
   say "clippy (native)"
   cargo clippy --workspace --all-targets -- -D warnings
   say "clippy (wasm32)"
-  cargo clippy -p browser-operator-worker --target wasm32-unknown-unknown -- -D warnings
+  cargo clippy -p browser-operator-worker -p browser-operator-sandbox --target wasm32-unknown-unknown -- -D warnings
 }
 
 cmd="${1:-help}"

@@ -1,4 +1,4 @@
-//! Code mode's isolate: runs an agent's script in QuickJS (compiled into the wasm worker) with
+//! Code mode's isolate: runs an agent's script in QuickJS (its own wasm module, loaded by the worker on first use) with
 //! only the tool namespaces, `__interfaces`, `__getToolInterface` and a captured `console` in
 //! scope. The sandbox never performs a tool call itself: it is a step machine. `start` and
 //! `resume` run the script until it settles or waits on tool calls, and hand those calls to the
@@ -505,6 +505,26 @@ fn script_line(stack: &str) -> Option<u32> {
         .parse()
         .ok()
 }
+
+impl Step {
+    /// The step as JSON for the extension: `{"calls": [{id, namespace, method, args}]}`, or
+    /// `{"done": {"value": …}}` (no `value` for undefined) / `{"done": {"error": "…"}}`.
+    pub fn to_json(&self) -> Json {
+        match self {
+            Step::Calls(calls) => {
+                serde_json::json!({"calls": calls.iter().map(|c| serde_json::json!({
+                "id": c.id, "namespace": c.namespace, "method": c.method, "args": c.args
+            })).collect::<Vec<_>>()})
+            }
+            Step::Done(Ok(Some(v))) => serde_json::json!({"done": {"value": v}}),
+            Step::Done(Ok(None)) => serde_json::json!({"done": {}}),
+            Step::Done(Err(e)) => serde_json::json!({"done": {"error": e}}),
+        }
+    }
+}
+
+#[cfg(target_arch = "wasm32")]
+mod module;
 
 #[cfg(test)]
 mod tests;

@@ -3,8 +3,9 @@
 //!   btcp_call commands (real server, WebSocket, headless Chromium);
 //! - the sandbox's start: the first script after the worker started (cold) and later ones
 //!   (warm), against btcp_interfaces (the same page round trip without the sandbox);
-//! - the worker's wasm size and compile time in Chromium, against a worker built without the
-//!   sandbox when BENCH_BASE_WASM names one.
+//! - the wasm sizes and compile times in Chromium: the worker and the sandbox module (loaded on
+//!   the first script), against a worker built without client-defined tools when
+//!   BENCH_BASE_WASM names one.
 //!
 //! Run: `./build.sh build && cargo run --release -p browser-operator-e2e --bin bench_btcp`
 
@@ -132,10 +133,14 @@ async fn main() -> Result<()> {
 
     // Size and compile time of the worker's wasm, with and without the sandbox.
     let ours = built_worker_wasm();
+    let sandbox_wasm = ours
+        .with_file_name("sandbox")
+        .join("browser_operator_sandbox_bg.wasm");
     let base = std::env::var_os("BENCH_BASE_WASM").map(PathBuf::from);
     let dir = std::env::temp_dir().join(format!("bench-btcp-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     std::fs::copy(&ours, dir.join("with.wasm"))?;
+    std::fs::copy(&sandbox_wasm, dir.join("sandbox.wasm"))?;
     std::fs::write(
         dir.join("index.html"),
         "<!doctype html><title>bench</title>",
@@ -161,6 +166,7 @@ async fn main() -> Result<()> {
         }
     };
     let compile_with = compile("with.wasm").await?;
+    let compile_sandbox = compile("sandbox.wasm").await?;
     let compile_without = match base {
         Some(_) => Some(compile("without.wasm").await?),
         None => None,
@@ -214,17 +220,33 @@ async fn main() -> Result<()> {
         "{:<58} {:>12} {:>12}",
         "  (baseline: btcp_interfaces, the same page round trip)", "", ""
     );
+    let base_compile = compile_without.map_or("n/a".into(), |c| format!("{c:.1} ms"));
     println!(
         "{:<58} {:>9.1} ms {:>12}",
-        "WebAssembly.compile of the worker",
-        compile_with,
-        compile_without.map_or("n/a".into(), |c| format!("{c:.1} ms"))
+        "WebAssembly.compile of the worker (at every worker start)", compile_with, base_compile
     );
-    println!("\nworker wasm with the sandbox:    {}", size(&ours));
-    if let Some(b) = std::env::var_os("BENCH_BASE_WASM") {
-        println!("worker wasm without the sandbox: {}", size(Path::new(&b)));
-    } else {
-        println!("worker wasm without the sandbox: n/a (set BENCH_BASE_WASM)");
+    println!(
+        "{:<58} {:>9.1} ms {:>12}",
+        "WebAssembly.compile of the sandbox (at the first script)", compile_sandbox, ""
+    );
+    println!(
+        "{:<58} {:>12} {:>12}",
+        "  (baseline: the worker before client-defined tools)", "", ""
+    );
+    println!(
+        "\nworker wasm:                              {}",
+        size(&ours)
+    );
+    println!(
+        "sandbox wasm (loaded on first use):       {}",
+        size(&sandbox_wasm)
+    );
+    match std::env::var_os("BENCH_BASE_WASM") {
+        Some(b) => println!(
+            "worker before client-defined tools:       {}",
+            size(Path::new(&b))
+        ),
+        None => println!("worker before client-defined tools:       n/a (set BENCH_BASE_WASM)"),
     }
     Ok(())
 }

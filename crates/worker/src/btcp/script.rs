@@ -1,25 +1,75 @@
-//! Code mode: runs an agent's script in the sandbox with the tab's namespaces in scope. The
-//! sandbox hands over the tool calls the script awaits; they run here, concurrently, through
-//! the same call path as btcp_call, and their results go back in. The worker's event loop
-//! stays free while calls are in flight; the sandbox bounds the computing between them.
+//! Code mode: runs an agent's script in the sandbox (crates/sandbox, a second wasm module that
+//! extension/sandbox.js loads on first use) with the tab's namespaces in scope. The sandbox
+//! hands over the tool calls the script awaits; they run here, concurrently, through the same
+//! call path as btcp_call, and their results go back in. The worker's event loop stays free
+//! while calls are in flight; the sandbox bounds the computing between them.
 
 use super::{call_method, page, Answer};
-use crate::js::{now_ms, with_timeout};
-use browser_operator_sandbox::{Limits, Sandbox, Step, ToolCall};
+use crate::js::{error_text, now_ms, with_timeout};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use protocol::ToolResult;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::future::Future;
 use std::pin::Pin;
 use wasm_bindgen::prelude::*;
 
-#[wasm_bindgen(
-    inline_js = "export function guarded(f) { try { f(); return undefined; } catch (e) { return String((e && e.message) || e); } }"
-)]
+#[wasm_bindgen(raw_module = "../sandbox.js")]
 extern "C" {
-    /// Calls `f`, returning what it threw (a JS exception unwinding through the wasm).
-    fn guarded(f: &mut dyn FnMut()) -> Option<String>;
+    /// Instantiates the sandbox module (once).
+    #[wasm_bindgen(catch, js_name = loadSandbox)]
+    async fn load_sandbox() -> Result<JsValue, JsValue>;
+    /// One script run's isolate (crates/sandbox/src/module.rs).
+    type Isolate;
+    #[wasm_bindgen(catch, js_name = newIsolate)]
+    fn new_isolate(interfaces: &str, time_ms: f64) -> Result<Isolate, JsValue>;
+    #[wasm_bindgen(method, catch)]
+    fn start(this: &Isolate, script: &str) -> Result<String, JsValue>;
+    #[wasm_bindgen(method, catch)]
+    fn resume(this: &Isolate, id: u32, ok: bool, text: &str) -> Result<String, JsValue>;
+    #[wasm_bindgen(method, catch)]
+    fn console(this: &Isolate) -> Result<String, JsValue>;
+    #[wasm_bindgen(method, js_name = remainingMs)]
+    fn remaining_ms(this: &Isolate) -> f64;
+    #[wasm_bindgen(method)]
+    fn free(this: &Isolate);
+}
+
+/// A step of the run, as the sandbox reports it.
+#[derive(Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Step {
+    Calls(Vec<ToolCall>),
+    Done(Ended),
+}
+
+#[derive(Deserialize)]
+struct ToolCall {
+    id: u32,
+    namespace: String,
+    method: String,
+    args: Value,
+}
+
+#[derive(Deserialize)]
+struct Ended {
+    #[serde(default)]
+    value: Option<Value>,
+    #[serde(default)]
+    error: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+struct Console {
+    lines: Vec<String>,
+    dropped: u32,
+}
+
+fn failed(e: impl Into<String>) -> Step {
+    Step::Done(Ended {
+        value: None,
+        error: Some(e.into()),
+    })
 }
 
 const DEFAULT_TIMEOUT_MS: u32 = 30_000;
@@ -58,11 +108,12 @@ type Done = (u32, Result<String, String>, TraceEntry);
 pub async fn run(tab: i32, script: &str, timeout_ms: Option<u32>) -> Result<ToolResult, String> {
     let time_ms = timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS);
     let tools = page::tools(tab).await?;
-    let limits = Limits {
-        time_ms: f64::from(time_ms),
-        ..Limits::default()
-    };
-    let mut sandbox = Some(Sandbox::new(&tools.interfaces_json(), limits)?);
+    load_sandbox()
+        .await
+        .map_err(|e| format!("Loading the code-mode sandbox failed: {}", error_text(&e)))?;
+    let isolate = new_isolate(&tools.interfaces_json(), f64::from(time_ms))
+        .map_err(|e| format!("Starting the code-mode sandbox failed: {}", error_text(&e)))?;
+    let mut sandbox = Some(isolate);
     let mut trace: Vec<TraceEntry> = Vec::new();
     let mut inflight: FuturesUnordered<Pin<Box<dyn Future<Output = Done> + '_>>> =
         FuturesUnordered::new();
@@ -71,7 +122,8 @@ pub async fn run(tab: i32, script: &str, timeout_ms: Option<u32>) -> Result<Tool
     let mut step = guarded_step(&mut sandbox, |s| s.start(script));
     let outcome = loop {
         match step {
-            Step::Done(outcome) => break outcome,
+            Step::Done(Ended { error: Some(e), .. }) => break Err(e),
+            Step::Done(Ended { value, .. }) => break Ok(value),
             Step::Calls(calls) => {
                 for c in calls {
                     waiting.push((c.id, format!("{}.{}", c.namespace, c.method)));
@@ -85,7 +137,10 @@ pub async fn run(tab: i32, script: &str, timeout_ms: Option<u32>) -> Result<Tool
             Ok(Some((id, result, entry))) => {
                 waiting.retain(|(w, _)| *w != id);
                 trace.push(entry);
-                step = guarded_step(&mut sandbox, |s| s.resume(vec![(id, result)]));
+                step = guarded_step(&mut sandbox, |s| match &result {
+                    Ok(text) => s.resume(id, true, text),
+                    Err(e) => s.resume(id, false, e),
+                });
             }
             Ok(None) => break Err("internal: the script waits but no tool call is running".into()),
             Err(_) => {
@@ -97,9 +152,18 @@ pub async fn run(tab: i32, script: &str, timeout_ms: Option<u32>) -> Result<Tool
             }
         }
     };
-    let (console, console_dropped) = sandbox.as_ref().map(Sandbox::console).unwrap_or_default();
+    let Console {
+        lines: console,
+        dropped: console_dropped,
+    } = sandbox
+        .as_ref()
+        .and_then(|s| s.console().ok())
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .unwrap_or_default();
     drop(inflight);
-    drop(sandbox);
+    if let Some(s) = sandbox {
+        s.free();
+    }
     let report = |result: Option<&Value>| {
         serde_json::to_string(&Report {
             result,
@@ -115,35 +179,31 @@ pub async fn run(tab: i32, script: &str, timeout_ms: Option<u32>) -> Result<Tool
     }
 }
 
-fn remaining_ms(sandbox: &Option<Sandbox>) -> u32 {
+fn remaining_ms(sandbox: &Option<Isolate>) -> u32 {
     sandbox.as_ref().map_or(0, |s| s.remaining_ms() as u32)
 }
 
-/// Runs one step of the sandbox so that the browser's own stack running out inside the engine
-/// (a RangeError that unwinds the wasm without cleanup) ends the script with an error instead
-/// of wedging the worker. The engine's state is unknown after that: the sandbox is leaked,
-/// never touched again.
-fn guarded_step(sandbox: &mut Option<Sandbox>, f: impl FnOnce(&mut Sandbox) -> Step) -> Step {
-    let Some(running) = sandbox.as_mut() else {
-        return Step::Done(Err("internal: the sandbox is gone".into()));
+/// Runs one step of the sandbox. A throw out of the module means the browser's own stack ran
+/// out inside the engine (a RangeError that unwinds the wasm without cleanup): the script ends
+/// with an error, and the isolate, whose state is now unknown, is leaked, never touched again.
+fn guarded_step(
+    sandbox: &mut Option<Isolate>,
+    f: impl FnOnce(&Isolate) -> Result<String, JsValue>,
+) -> Step {
+    let Some(running) = sandbox.as_ref() else {
+        return failed("internal: the sandbox is gone");
     };
-    let mut f = Some(f);
-    let mut out = None;
-    let thrown = guarded(&mut || {
-        if let Some(f) = f.take() {
-            out = Some(f(running));
-        }
-    });
-    match out {
-        Some(step) => step,
-        None => {
+    match f(running) {
+        Ok(text) => serde_json::from_str(&text)
+            .unwrap_or_else(|e| failed(format!("internal: the sandbox's step: {e}"))),
+        Err(thrown) => {
             if let Some(lost) = sandbox.take() {
                 std::mem::forget(lost);
             }
-            Step::Done(Err(format!(
+            failed(format!(
                 "The script exhausted the browser's stack (recursion too deep?) and was stopped: {}",
-                thrown.unwrap_or_default()
-            )))
+                error_text(&thrown)
+            ))
         }
     }
 }
