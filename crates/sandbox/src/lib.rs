@@ -1,9 +1,10 @@
-//! Code mode's isolate: runs an agent's script in QuickJS (its own wasm module, loaded by the worker on first use) with
-//! only the tool namespaces, `__interfaces`, `__getToolInterface` and a captured `console` in
-//! scope. The sandbox never performs a tool call itself: it is a step machine. `start` and
-//! `resume` run the script until it settles or waits on tool calls, and hand those calls to the
-//! host, which dispatches them and feeds the results back. Each step is bounded in CPU time,
-//! the whole run in wall-clock time, memory, stack, tool calls and output size.
+//! Code mode's isolate: runs an agent's script in QuickJS (its own wasm module, which the worker
+//! loads on first use) with only the tool namespaces, `__interfaces`, `__getToolInterface` and a
+//! captured `console` in scope. The sandbox never performs a tool call itself: it is a step
+//! machine. `start` and `resume` run the script until it settles or waits on tool calls, and
+//! hand those calls to the host, which dispatches them and feeds the results back. Each step is
+//! bounded in CPU time, the whole run in wall-clock time, memory, stack, tool calls and output
+//! size.
 
 use rquickjs::promise::PromiseState;
 use rquickjs::{
