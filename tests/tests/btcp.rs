@@ -580,6 +580,17 @@ async fn escape_attempts_fail_cleanly_and_the_worker_keeps_serving() -> Result<(
         .script_error("function f(n) { return f(n + 1) + 1; } return f(0);", t)
         .await?;
     assert!(e.contains("recursion too deep"), "{e}");
+    // Recursion through the engine's native paths ends the script too, whichever stack runs
+    // out first (the engine's own limit, or the browser's, which ends the isolate).
+    for script in [
+        "const o = {toString() { return '' + o; }}; return '' + o;",
+        "const p = new Proxy({}, {get: (t, k) => p[k]}); return p.x;",
+        "let a = []; for (let i = 0; i < 200000; i++) a = [a]; return JSON.stringify(a).length;",
+    ] {
+        let e = s.script_error(script, t).await?;
+        assert!(e.contains("stack"), "{script}: {e}");
+        assert_eq!(s.script("return 1 + 1").await?["result"], 2);
+    }
     // Recursion within the limit works and the limit is an exception the script can catch.
     let depth = s
         .script(
