@@ -47,6 +47,20 @@ setup_rust() {
     mkdir -p "$TOOLS"
     npm install --prefix "$TOOLS" --no-save --no-audit --no-fund "binaryen@$BINARYEN_VERSION" >/dev/null
   fi
+  setup_wasm_cc
+}
+
+# The code-mode sandbox embeds QuickJS (C): building it for wasm32 needs clang and llvm-ar.
+setup_wasm_cc() {
+  have clang && have llvm-ar && clang -print-targets 2>/dev/null | grep -q wasm32 && return 0
+  if have apt-get && as_root true 2>/dev/null; then
+    say "installing clang, lld and llvm (QuickJS is compiled for wasm32 with them)"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang lld llvm >/dev/null
+  else
+    echo "clang is missing: install clang, lld and llvm (QuickJS is compiled for wasm32 with them)." >&2
+    return 1
+  fi
 }
 
 setup_chromium() {
@@ -72,6 +86,20 @@ build_worker() {
     --enable-reference-types --enable-multivalue --enable-mutable-globals "$wasm" -o "$wasm.opt"
   mv "$wasm.opt" "$wasm"
   say "worker: $(wc -c <"$wasm") bytes raw, $(gzip -9c "$wasm" | wc -c) bytes gzip"
+  build_sandbox
+}
+
+# Code mode's sandbox (QuickJS): its own wasm module, which extension/sandbox.js loads on first use.
+build_sandbox() {
+  say "building the code-mode sandbox"
+  cargo build --release -p browser-operator-sandbox --target wasm32-unknown-unknown
+  wasm-bindgen --target web --no-typescript --remove-name-section --remove-producers-section \
+    --out-dir "$PKG/sandbox" "$ROOT/target/wasm32-unknown-unknown/release/browser_operator_sandbox.wasm"
+  local wasm="$PKG/sandbox/browser_operator_sandbox_bg.wasm"
+  "$WASM_OPT" -Oz --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
+    --enable-reference-types --enable-multivalue --enable-mutable-globals "$wasm" -o "$wasm.opt"
+  mv "$wasm.opt" "$wasm"
+  say "sandbox: $(wc -c <"$wasm") bytes raw, $(gzip -9c "$wasm" | wc -c) bytes gzip"
 }
 
 build_server() {
@@ -85,7 +113,7 @@ lint() {
   say "clippy (native)"
   cargo clippy --workspace --all-targets -- -D warnings
   say "clippy (wasm32)"
-  cargo clippy -p browser-operator-worker --target wasm32-unknown-unknown -- -D warnings
+  cargo clippy -p browser-operator-worker -p browser-operator-sandbox --target wasm32-unknown-unknown -- -D warnings
 }
 
 cmd="${1:-help}"

@@ -3,6 +3,7 @@
 
 mod ax;
 mod brand;
+mod btcp;
 mod cdp;
 mod chrome;
 mod coords;

@@ -16,7 +16,7 @@ mod tabs;
 mod upload;
 mod window;
 
-use crate::{group, observers};
+use crate::{btcp, group, observers};
 use protocol::{schema, ToolResult};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
@@ -94,6 +94,10 @@ async fn run(tool: &str, args: Map<String, Value>) -> Result<ToolResult, String>
         "gif_creator" | "shortcuts_list" | "shortcuts_execute" | "switch_browser" => {
             Ok(plan::reserved(tool))
         }
+        "btcp_interfaces" => btcp::interfaces(parse(args)?).await,
+        "btcp_get_interface" => btcp::get_interface(parse(args)?).await,
+        "btcp_call" => btcp::call(parse(args)?).await,
+        "btcp_run_script" => btcp::run_script(parse(args)?).await,
         _ => Err(format!("Unknown tool: {tool}")),
     }
 }

@@ -1,0 +1,306 @@
+//! Isolation and limits, natively: a small host answers the script's tool calls.
+
+use super::*;
+use serde_json::json;
+
+fn interfaces() -> String {
+    json!({
+        "browser": {"name": "browser", "version": "1", "methods": [{"name": "navigate", "description": "", "inputSchema": {"type": "object"}}]},
+        "todo": {"name": "todo", "version": "1", "methods": [
+            {"name": "list", "description": "", "inputSchema": {"type": "object"}},
+            {"name": "add", "description": "", "inputSchema": {"type": "object"}},
+            {"name": "hang", "description": "", "inputSchema": {"type": "object"}}
+        ]}
+    })
+    .to_string()
+}
+
+/// Runs `script` to the end; `todo.list` answers the items, `todo.add` appends, `hang` never
+/// answers. Returns the outcome and the calls made.
+fn run_with(script: &str, limits: Limits) -> (Result<Option<Json>, String>, Vec<ToolCall>) {
+    let mut sandbox = Sandbox::new(&interfaces(), limits).unwrap();
+    let mut items: Vec<String> = vec!["milk".into()];
+    let mut trace = Vec::new();
+    let mut step = sandbox.start(script);
+    loop {
+        match step {
+            Step::Done(outcome) => return (outcome, trace),
+            Step::Calls(calls) => {
+                let mut results = Vec::new();
+                for c in calls {
+                    trace.push(c.clone());
+                    let r = match (c.namespace.as_str(), c.method.as_str()) {
+                        ("todo", "list") => Ok(json!(items).to_string()),
+                        ("todo", "add") => {
+                            items.push(c.args["text"].as_str().unwrap_or("").to_string());
+                            Ok(json!({"count": items.len()}).to_string())
+                        }
+                        ("todo", "hang") => continue,
+                        _ => Err(format!(
+                            "Tab {} is not in the automation tab group.",
+                            c.args["tabId"]
+                        )),
+                    };
+                    results.push((c.id, r));
+                }
+                if results.is_empty() {
+                    return (Err("host: waiting forever".into()), trace);
+                }
+                step = sandbox.resume(results);
+            }
+        }
+    }
+}
+
+fn run(script: &str) -> Result<Option<Json>, String> {
+    run_with(script, Limits::default()).0
+}
+
+fn fails(script: &str) -> String {
+    match run(script) {
+        Err(e) => e,
+        Ok(v) => panic!("expected an error from {script:?}, got {v:?}"),
+    }
+}
+
+#[test]
+fn workflow_reads_decides_and_acts() {
+    let (out, trace) = run_with(
+        r#"
+        const before = await todo.list();
+        for (const t of ["eggs", "bread"]) {
+            if (!before.includes(t)) await todo.add({text: t});
+        }
+        console.log("added", 2, {ok: true});
+        return {before, after: await todo.list()};
+        "#,
+        Limits::default(),
+    );
+    assert_eq!(
+        out.unwrap(),
+        Some(json!({"before": ["milk"], "after": ["milk", "eggs", "bread"]}))
+    );
+    assert_eq!(trace.len(), 4);
+    assert_eq!(trace[1].args, json!({"text": "eggs"}));
+}
+
+#[test]
+fn console_is_captured() {
+    let mut s = Sandbox::new(&interfaces(), Limits::default()).unwrap();
+    let step = s.start("console.log('a', 1, [2]); console.warn('careful'); return 5;");
+    assert_eq!(step, Step::Done(Ok(Some(json!(5)))));
+    assert_eq!(s.console().0, vec!["a 1 [2]", "warn: careful"]);
+}
+
+#[test]
+fn undefined_return_is_none() {
+    assert_eq!(run("await todo.list();"), Ok(None));
+}
+
+#[test]
+fn host_errors_reject_and_can_be_caught() {
+    let out = run("try { await browser.navigate({url: 'x', tabId: 99}); } catch (e) { return 'caught: ' + e.message; }");
+    assert_eq!(
+        out,
+        Ok(Some(json!(
+            "caught: Tab 99 is not in the automation tab group."
+        )))
+    );
+    let e = fails("await browser.navigate({url: 'x', tabId: 99});");
+    assert!(
+        e.contains("Tab 99 is not in the automation tab group"),
+        "{e}"
+    );
+}
+
+#[test]
+fn only_the_namespaces_are_in_scope() {
+    let out = run(
+        "return [typeof window, typeof document, typeof chrome, typeof fetch, typeof XMLHttpRequest, typeof WebSocket, typeof WebAssembly, typeof setTimeout, typeof performance, typeof Atomics, typeof SharedArrayBuffer, typeof eval, typeof require, typeof process]",
+    )
+    .unwrap()
+    .unwrap();
+    for v in out.as_array().unwrap() {
+        assert_eq!(v, "undefined");
+    }
+    let names = run("return Object.keys(globalThis).sort()")
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        names,
+        json!([
+            "__getToolInterface",
+            "__interfaces",
+            "browser",
+            "console",
+            "todo"
+        ])
+    );
+}
+
+#[test]
+fn no_code_from_strings() {
+    for script in [
+        "return Function('return 1')()",
+        "return (function(){}).constructor('return 1')()",
+        "return (async function(){}).constructor('return 1')()",
+        "return Object.getPrototypeOf(function*(){}).constructor('yield 1')().next()",
+        "return Object.getPrototypeOf(async function*(){}).constructor('yield 1')",
+        "return todo.list.constructor('return globalThis')()",
+        "return new (console.log.constructor)('return 1')()",
+        "return Reflect.construct(todo.add.constructor, ['return 1'])()",
+    ] {
+        let e = fails(script);
+        assert!(e.contains("not allowed in the sandbox"), "{script}: {e}");
+    }
+    let e = fails("return eval('1+1')");
+    assert!(e.contains("eval is not defined"), "{e}");
+    let e = fails("return globalThis.eval('1')");
+    assert!(e.contains("not a function"), "{e}");
+}
+
+#[test]
+fn dynamic_import_fails() {
+    let e = fails("return await import('data:text/javascript,export default 1')");
+    assert!(!e.is_empty());
+}
+
+#[test]
+fn namespaces_are_frozen() {
+    for script in [
+        "todo.add = () => 'pwned'",
+        "todo.__proto__.x = 1",
+        "Object.setPrototypeOf(todo, {list: () => 1})",
+        "Object.defineProperty(todo, 'list', {value: 1})",
+        "delete todo.list",
+        "todo.list.call = 1",
+        "globalThis.todo = {}",
+        "Object.prototype.list = () => 'polluted'",
+        "Array.prototype.includes = () => true",
+        "__interfaces.todo.methods.push({name: 'x'})",
+        "console.log = () => 1",
+    ] {
+        let e = fails(script);
+        assert!(
+            e.contains("TypeError") || e.contains("read-only") || e.contains("not extensible"),
+            "{script}: {e}"
+        );
+    }
+    // The namespace still works afterwards, in the same run.
+    let out = run("try { todo.list = () => 'x'; } catch (e) {} return await todo.list();");
+    assert_eq!(out, Ok(Some(json!(["milk"]))));
+}
+
+#[test]
+fn interfaces_are_introspectable() {
+    let out = run(
+        "return [Object.keys(__interfaces), __getToolInterface('todo').methods.map(m => m.name)]",
+    );
+    assert_eq!(
+        out,
+        Ok(Some(json!([["browser", "todo"], ["list", "add", "hang"]])))
+    );
+    let e = fails("__getToolInterface('gmail')");
+    assert!(e.contains("No tool namespace \"gmail\""), "{e}");
+}
+
+#[test]
+fn endless_loop_is_stopped() {
+    let limits = Limits {
+        step_ms: 200.0,
+        ..Limits::default()
+    };
+    let (out, _) = run_with("while (true) {}", limits);
+    let e = out.unwrap_err();
+    assert!(e.contains("without waiting on a tool call"), "{e}");
+    // Catching does not help: the interrupt can't be caught.
+    let (out, _) = run_with("for (;;) { try { while (true) {} } catch (e) {} }", limits);
+    assert!(out.unwrap_err().contains("was stopped"));
+    // A loop after a tool call is stopped too.
+    let (out, trace) = run_with("await todo.list(); for (;;) {}", limits);
+    assert!(out.unwrap_err().contains("was stopped"));
+    assert_eq!(trace.len(), 1);
+}
+
+#[test]
+fn time_limit_covers_the_whole_run() {
+    let limits = Limits {
+        time_ms: 300.0,
+        step_ms: 10_000.0,
+        ..Limits::default()
+    };
+    let (out, _) = run_with("while (true) {}", limits);
+    assert!(out.unwrap_err().contains("time limit of 300 ms"));
+}
+
+#[test]
+fn deep_recursion_is_a_clean_error() {
+    let e = fails("function f(n) { return f(n + 1) + 1; } return f(0);");
+    assert!(e.contains("stack") || e.contains("recursion"), "{e}");
+}
+
+#[test]
+fn huge_allocation_hits_the_memory_limit() {
+    let e = fails("const a = []; while (true) a.push('x'.repeat(1 << 20) + a.length);");
+    assert!(e.contains("memory"), "{e}");
+    let e = fails("return 'x'.repeat(1 << 30).length");
+    assert!(
+        e.contains("memory") || e.contains("RangeError") || e.contains("invalid"),
+        "{e}"
+    );
+}
+
+#[test]
+fn huge_return_value_is_refused() {
+    let e = fails("return 'x'.repeat(200000)");
+    assert!(e.contains("the limit is 100000"), "{e}");
+}
+
+#[test]
+fn call_limit() {
+    let limits = Limits {
+        max_calls: 3,
+        ..Limits::default()
+    };
+    let (out, trace) = run_with("for (let i = 0; i < 10; i++) await todo.list();", limits);
+    assert!(out.unwrap_err().contains("at most 3 tool calls"));
+    assert_eq!(trace.len(), 3);
+}
+
+#[test]
+fn a_promise_nothing_settles_is_reported() {
+    let e = fails("await new Promise(() => {});");
+    assert!(e.contains("nothing will ever settle"), "{e}");
+}
+
+#[test]
+fn syntax_errors_name_the_line() {
+    let e = fails("const a = 1;\nconst = 2;");
+    assert!(e.contains("SyntaxError") && e.contains("line 2"), "{e}");
+    let e = fails("\n\nnull.x");
+    assert!(e.contains("TypeError") && e.contains("line 3"), "{e}");
+}
+
+#[test]
+fn bad_arguments_are_explained() {
+    let e = fails("await todo.add('milk')");
+    assert!(e.contains("todo.add takes one object of arguments"), "{e}");
+    let e = fails("const a = {}; a.self = a; await todo.add(a)");
+    assert!(e.contains("can't be turned into JSON"), "{e}");
+}
+
+#[test]
+fn concurrent_calls_resolve_in_any_order() {
+    let mut s = Sandbox::new(&interfaces(), Limits::default()).unwrap();
+    let step = s.start(
+        "const [a, b] = await Promise.all([todo.list(), todo.add({text: 'x'})]); return [a, b];",
+    );
+    let Step::Calls(calls) = step else {
+        panic!("{step:?}")
+    };
+    assert_eq!(calls.len(), 2);
+    let step = s.resume(vec![(calls[1].id, Ok("2".into()))]);
+    assert_eq!(step, Step::Calls(vec![]));
+    let step = s.resume(vec![(calls[0].id, Ok("[1]".into()))]);
+    assert_eq!(step, Step::Done(Ok(Some(json!([[1], 2])))));
+}

@@ -1,0 +1,252 @@
+//! Benchmark of client-defined tools, each number beside its baseline from the same run:
+//! - a 20-call workflow on the todo fixture as one code-mode command, against 20 separate
+//!   btcp_call commands (real server, WebSocket, headless Chromium);
+//! - the sandbox's start: the first script after the worker started (cold) and later ones
+//!   (warm), against btcp_interfaces (the same page round trip without the sandbox);
+//! - the wasm sizes and compile times in Chromium: the worker and the sandbox module (loaded on
+//!   the first script), against a worker built without client-defined tools when
+//!   BENCH_BASE_WASM names one.
+//!
+//! Run: `./build.sh build && cargo run --release -p browser-operator-e2e --bin bench_btcp`
+
+use browser_operator_e2e::{
+    built_worker_wasm, Backend, Browser, BrowserOptions, FixtureServer, Result,
+};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+const ROUNDS: usize = 7;
+const CALLS: usize = 20;
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn gzip_len(path: &Path) -> Option<usize> {
+    let out = std::process::Command::new("gzip")
+        .args(["-9c"])
+        .arg(path)
+        .output()
+        .ok()?;
+    Some(out.stdout.len())
+}
+
+async fn timed(backend: &Backend, tool: &str, args: Value) -> Result<f64> {
+    let start = Instant::now();
+    backend.text(tool, args).await?;
+    Ok(ms(start.elapsed()))
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<()> {
+    browser_operator_e2e::init();
+    let fixtures = FixtureServer::start();
+    let backend = Backend::start().await?;
+    let browser = Browser::launch(BrowserOptions::default()).await?;
+    browser
+        .configure_extension(&backend.ws_url(), backend.token(), None)
+        .await?;
+    backend.wait_browsers(1, Duration::from_secs(20)).await?;
+    browser
+        .wait_status("connected", Duration::from_secs(20))
+        .await?;
+    let ctx = backend
+        .text("tabs_context_mcp", json!({"createIfEmpty": true}))
+        .await?;
+    let ctx: Value = serde_json::from_str(ctx.lines().next().unwrap_or(""))?;
+    let tab = ctx["availableTabs"][0]["tabId"].as_i64().unwrap_or(0);
+    backend
+        .text(
+            "navigate",
+            json!({"tabId": tab, "url": fixtures.url("todo.html")}),
+        )
+        .await?;
+
+    // Sandbox start: the very first script in this worker is the cold start.
+    let trivial = json!({"tabId": tab, "script": "return 1"});
+    let cold = timed(&backend, "btcp_run_script", trivial.clone()).await?;
+    let mut warm = Vec::new();
+    let mut interfaces = Vec::new();
+    for _ in 0..ROUNDS {
+        warm.push(timed(&backend, "btcp_run_script", trivial.clone()).await?);
+        interfaces.push(timed(&backend, "btcp_interfaces", json!({"tabId": tab})).await?);
+    }
+
+    // The workflow: 20 page calls, one by one as commands, or in one script.
+    let sequential_script = format!(
+        "for (let i = 0; i < {CALLS}; i++) await todo.add({{text: 'script ' + i}}); return {CALLS};"
+    );
+    let parallel_script = format!(
+        "await Promise.all(Array.from({{length: {CALLS}}}, (_, i) => todo.add({{text: 'all ' + i}}))); return {CALLS};"
+    );
+    let (mut separate, mut one, mut one_parallel) = (Vec::new(), Vec::new(), Vec::new());
+    // Time the sequential script spent inside its tool calls (from its own trace).
+    let mut in_calls = Vec::new();
+    for round in 0..ROUNDS {
+        let start = Instant::now();
+        for i in 0..CALLS {
+            backend
+                .text(
+                    "btcp_call",
+                    json!({"tabId": tab, "namespace": "todo", "method": "add", "args": {"text": format!("command {round}.{i}")}}),
+                )
+                .await?;
+        }
+        separate.push(ms(start.elapsed()));
+        let start = Instant::now();
+        let report: Value = serde_json::from_str(
+            &backend
+                .text(
+                    "btcp_run_script",
+                    json!({"tabId": tab, "script": sequential_script}),
+                )
+                .await?,
+        )?;
+        one.push(ms(start.elapsed()));
+        in_calls.push(
+            report["calls"]
+                .as_array()
+                .map_or(0.0, |c| c.iter().filter_map(|c| c["ms"].as_f64()).sum()),
+        );
+        one_parallel.push(
+            timed(
+                &backend,
+                "btcp_run_script",
+                json!({"tabId": tab, "script": parallel_script}),
+            )
+            .await?,
+        );
+    }
+    let count = backend
+        .text(
+            "javascript_tool",
+            json!({"tabId": tab, "text": "document.querySelectorAll('#items li').length"}),
+        )
+        .await?;
+    assert_eq!(count, (ROUNDS * CALLS * 3).to_string(), "every call landed");
+
+    // Size and compile time of the worker's wasm, with and without the sandbox.
+    let ours = built_worker_wasm();
+    let sandbox_wasm = ours
+        .with_file_name("sandbox")
+        .join("browser_operator_sandbox_bg.wasm");
+    let base = std::env::var_os("BENCH_BASE_WASM").map(PathBuf::from);
+    let dir = std::env::temp_dir().join(format!("bench-btcp-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    std::fs::copy(&ours, dir.join("with.wasm"))?;
+    std::fs::copy(&sandbox_wasm, dir.join("sandbox.wasm"))?;
+    std::fs::write(
+        dir.join("index.html"),
+        "<!doctype html><title>bench</title>",
+    )?;
+    if let Some(b) = &base {
+        std::fs::copy(b, dir.join("without.wasm"))?;
+    }
+    let wasm_server = FixtureServer::start_in(dir.clone());
+    let page = browser.open_page(&wasm_server.url("index.html")).await?;
+    let compile = |name: &'static str| {
+        let page = &page;
+        async move {
+            let mut times = Vec::new();
+            for _ in 0..ROUNDS {
+                let t = page
+                    .eval(&format!(
+                        "(async () => {{ const b = await (await fetch('{name}', {{cache: 'no-store'}})).arrayBuffer(); const t0 = performance.now(); await WebAssembly.compile(b); return performance.now() - t0; }})()"
+                    ))
+                    .await?;
+                times.push(t.as_f64().unwrap_or(f64::NAN));
+            }
+            Result::Ok(median(times))
+        }
+    };
+    let compile_with = compile("with.wasm").await?;
+    let compile_sandbox = compile("sandbox.wasm").await?;
+    let compile_without = match base {
+        Some(_) => Some(compile("without.wasm").await?),
+        None => None,
+    };
+    let _ = std::fs::remove_dir_all(&dir);
+
+    let size = |p: &Path| -> String {
+        let raw = std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+        format!(
+            "{:.0} KB raw, {:.0} KB gzip",
+            raw as f64 / 1024.0,
+            gzip_len(p).unwrap_or(0) as f64 / 1024.0
+        )
+    };
+    println!("Client-defined tools benchmark ({ROUNDS} rounds, medians; headless Chromium, real server over WebSocket)\n");
+    println!("{:<58} {:>12} {:>12}", "", "measured", "baseline");
+    println!(
+        "{:<58} {:>9.1} ms {:>9.1} ms",
+        format!("{CALLS} page calls: one code-mode script, sequential awaits"),
+        median(one.clone()),
+        median(separate.clone())
+    );
+    println!(
+        "{:<58} {:>9.1} ms {:>9.1} ms",
+        format!("{CALLS} page calls: one code-mode script, Promise.all"),
+        median(one_parallel),
+        median(separate.clone())
+    );
+    println!(
+        "{:<58} {:>9.1} ms",
+        "  of which inside the 20 calls (the script's trace)",
+        median(in_calls)
+    );
+    println!(
+        "{:<58} {:>12} {:>12}",
+        "  (baseline: the same calls as separate btcp_call commands)", "", ""
+    );
+    println!(
+        "{:<58} {:>9.1} ms {:>9.1} ms",
+        "script `return 1`, cold (first in the worker)",
+        cold,
+        median(interfaces.clone())
+    );
+    println!(
+        "{:<58} {:>9.1} ms {:>9.1} ms",
+        "script `return 1`, warm",
+        median(warm),
+        median(interfaces)
+    );
+    println!(
+        "{:<58} {:>12} {:>12}",
+        "  (baseline: btcp_interfaces, the same page round trip)", "", ""
+    );
+    let base_compile = compile_without.map_or("n/a".into(), |c| format!("{c:.1} ms"));
+    println!(
+        "{:<58} {:>9.1} ms {:>12}",
+        "WebAssembly.compile of the worker (at every worker start)", compile_with, base_compile
+    );
+    println!(
+        "{:<58} {:>9.1} ms {:>12}",
+        "WebAssembly.compile of the sandbox (at the first script)", compile_sandbox, ""
+    );
+    println!(
+        "{:<58} {:>12} {:>12}",
+        "  (baseline: the worker before client-defined tools)", "", ""
+    );
+    println!(
+        "\nworker wasm:                              {}",
+        size(&ours)
+    );
+    println!(
+        "sandbox wasm (loaded on first use):       {}",
+        size(&sandbox_wasm)
+    );
+    match std::env::var_os("BENCH_BASE_WASM") {
+        Some(b) => println!(
+            "worker before client-defined tools:       {}",
+            size(Path::new(&b))
+        ),
+        None => println!("worker before client-defined tools:       n/a (set BENCH_BASE_WASM)"),
+    }
+    Ok(())
+}
