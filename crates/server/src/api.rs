@@ -186,6 +186,7 @@ pub(crate) async fn status(State(app): State<AppState>, headers: HeaderMap) -> R
         "version": env!("CARGO_PKG_VERSION"),
         "browsers": browsers,
         "wsConnections": app.relay.ws_connections(),
+        "httpRequests": app.relay.http_requests(),
         "authFailures": app.relay.auth_failures(),
         "pendingCommands": app.relay.pending_commands(),
     }))

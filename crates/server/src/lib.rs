@@ -8,10 +8,13 @@ pub mod api;
 pub mod call;
 pub mod cli;
 pub mod guard;
+pub mod http;
+pub mod pair;
 pub mod relay;
 pub mod token;
 pub mod ws;
 
+use axum::extract::DefaultBodyLimit;
 use axum::middleware;
 use axum::routing::{get, post};
 use axum::serve::ListenerExt;
@@ -80,6 +83,8 @@ pub(crate) struct AppState {
     /// Becomes true when the server shuts down.
     pub(crate) shutdown: watch::Receiver<bool>,
     pub(crate) live: LiveSessions,
+    pub(crate) http: Arc<http::HttpState>,
+    pub(crate) pairing: Arc<pair::PairTokens>,
 }
 
 /// Counts the WebSocket sessions still running, so shutdown can wait for them: axum's
@@ -159,6 +164,8 @@ impl RunningServer {
             addr,
             shutdown: stop_rx.clone(),
             live: live.clone(),
+            http: Arc::default(),
+            pairing: Arc::default(),
         };
         let router = router(app, addr.ip().is_loopback());
         let mut signal = stop_rx;
@@ -216,6 +223,17 @@ fn router(app: AppState, loopback: bool) -> Router {
         .route("/ws", get(ws::upgrade))
         .route("/commands", post(api::command))
         .route("/status", get(api::status))
+        .route("/disconnect", post(http::disconnect))
+        .route("/browser/events", get(http::events_default))
+        .route(
+            "/browser/result",
+            post(http::result).layer(DefaultBodyLimit::max(http::MAX_RESULT_SIZE)),
+        )
+        .route("/browser/{target}/events", get(http::events_target))
+        .route(
+            "/browser/{target}/result",
+            post(http::result_target).layer(DefaultBodyLimit::max(http::MAX_RESULT_SIZE)),
+        )
         .route_layer(middleware::from_fn(guard::reject_web_origin));
     Router::new()
         .route("/", get(api::index))

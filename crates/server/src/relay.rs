@@ -4,7 +4,7 @@
 
 use protocol::{CommandResult, ServerFrame};
 use serde_json::{Map, Value};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -131,6 +131,9 @@ struct Browser {
 struct State {
     browsers: HashMap<String, Browser>,
     pending: HashMap<String, oneshot::Sender<CommandResult>>,
+    /// Connections removed by [`Relay::disconnect`]: their transport tells the browser to stop
+    /// (close 4001, `event: disconnect`, 401) instead of just ending.
+    kicked: HashSet<ConnectionId>,
     closed: bool,
 }
 
@@ -143,6 +146,7 @@ pub struct Relay {
     next_command: AtomicU64,
     next_connection: AtomicU64,
     ws_connections: AtomicU64,
+    http_requests: AtomicU64,
     auth_failures: AtomicU64,
     max_pending: usize,
 }
@@ -205,6 +209,7 @@ impl Relay {
             next_command: AtomicU64::new(1),
             next_connection: AtomicU64::new(1),
             ws_connections: AtomicU64::new(0),
+            http_requests: AtomicU64::new(0),
             auth_failures: AtomicU64::new(0),
             max_pending,
         }
@@ -219,6 +224,54 @@ impl Relay {
     pub fn connection_opened(&self) -> ConnectionId {
         self.ws_connections.fetch_add(1, Ordering::Relaxed);
         self.next_connection.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Counts a command-stream or poll request (SSE + HTTP, polling) and returns a new
+    /// connection id for it.
+    pub fn http_request(&self) -> ConnectionId {
+        self.http_requests.fetch_add(1, Ordering::Relaxed);
+        self.next_connection.fetch_add(1, Ordering::Relaxed)
+    }
+
+    pub fn http_requests(&self) -> u64 {
+        self.http_requests.load(Ordering::Relaxed)
+    }
+
+    /// The connection holding `target`, if any.
+    pub fn connection_of(&self, target: &str) -> Option<ConnectionId> {
+        self.lock().browsers.get(target).map(|b| b.connection)
+    }
+
+    /// Removes `target`'s browser if `connection` still holds it, without telling the browser
+    /// to stop (an HTTP connection replaced by the same browser's new one).
+    pub fn evict(&self, target: &str, connection: ConnectionId) {
+        let mut state = self.lock();
+        if state
+            .browsers
+            .get(target)
+            .is_some_and(|b| b.connection == connection)
+        {
+            state.browsers.remove(target);
+        }
+    }
+
+    /// Disconnects the browser of `target`: its connection ends and its transport tells the
+    /// extension to stop (the extension drops its credentials and does not reconnect).
+    /// Returns false when no browser holds that target.
+    pub fn disconnect(&self, target: &str) -> bool {
+        let mut state = self.lock();
+        match state.browsers.remove(target) {
+            Some(b) => {
+                state.kicked.insert(b.connection);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Whether `connection` was removed by [`Relay::disconnect`] (asked once).
+    pub fn take_kicked(&self, connection: ConnectionId) -> bool {
+        self.lock().kicked.remove(&connection)
     }
 
     pub fn auth_failed(&self) {

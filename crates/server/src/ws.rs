@@ -134,7 +134,13 @@ async fn session(app: AppState, peer: SocketAddr, mut socket: WebSocket) {
                         break "send failed";
                     }
                 }
-                None => break "unregistered",
+                None => {
+                    if app.relay.take_kicked(connection) {
+                        close(&mut socket, CLOSE_UNAUTHORIZED, "disconnected by the server").await;
+                        break "disconnected by the server";
+                    }
+                    break "unregistered";
+                }
             },
             _ = stopped(&mut shutdown) => {
                 close(&mut socket, CLOSE_GOING_AWAY, "server shutting down").await;
@@ -165,7 +171,9 @@ async fn authenticate(app: &AppState, socket: &mut WebSocket) -> Auth {
     };
     match serde_json::from_str::<ExtensionFrame>(&text) {
         Ok(ExtensionFrame::Auth { token, target }) => {
-            if !constant_time_eq(token.as_bytes(), app.token.as_bytes()) {
+            if !constant_time_eq(token.as_bytes(), app.token.as_bytes())
+                && !app.pairing.accepts_token(&token)
+            {
                 return Auth::Refused("wrong token");
             }
             let target = target
