@@ -56,6 +56,9 @@ struct Mailbox {
     _registration: Registration,
     last_poll: Mutex<Instant>,
     polling: Mutex<usize>,
+    /// A newer poll arrived: the one holding the mailbox answers now (its browser may be gone,
+    /// e.g. a stopped service worker whose request the server still holds).
+    superseded: tokio::sync::Notify,
 }
 
 impl HttpState {
@@ -275,6 +278,7 @@ async fn poll(app: AppState, target: String, wait: Duration, connection: Connect
                 _registration: registration,
                 last_poll: Mutex::new(Instant::now()),
                 polling: Mutex::new(0),
+                superseded: tokio::sync::Notify::new(),
             });
             app.http
                 .lock()
@@ -287,6 +291,7 @@ async fn poll(app: AppState, target: String, wait: Duration, connection: Connect
     let mut shutdown = app.shutdown.clone();
     let mut batch = Vec::new();
     let mut ended = false;
+    mailbox.superseded.notify_waiters();
     {
         let mut rx = mailbox.commands.lock().await;
         let first = if wait.is_zero() {
@@ -298,6 +303,7 @@ async fn poll(app: AppState, target: String, wait: Duration, connection: Connect
         } else {
             tokio::select! {
                 r = tokio::time::timeout(wait, rx.recv()) => r.ok(),
+                _ = mailbox.superseded.notified() => None,
                 _ = shutdown.wait_for(|stop| *stop) => None,
             }
         };
@@ -323,7 +329,7 @@ async fn poll(app: AppState, target: String, wait: Duration, connection: Connect
             return unauthorized();
         }
     } else {
-        expire_later(app.clone(), target, Arc::clone(&mailbox));
+        expire_later(app.clone(), target, &mailbox);
     }
     let commands: Vec<Command> = batch
         .into_iter()
@@ -336,6 +342,8 @@ async fn poll(app: AppState, target: String, wait: Duration, connection: Connect
 }
 
 fn forget_mailbox(app: &AppState, target: &str, connection: ConnectionId) {
+    // The registration lives as long as the mailbox; don't let a late reference keep the target.
+    app.relay.evict(target, connection);
     let mut http = app.http.lock();
     if http
         .mailboxes
@@ -350,9 +358,13 @@ fn forget_mailbox(app: &AppState, target: &str, connection: ConnectionId) {
 }
 
 /// Drops a polling browser's registration once it stopped polling for [`POLL_LEASE`].
-fn expire_later(app: AppState, target: String, mailbox: Arc<Mailbox>) {
+fn expire_later(app: AppState, target: String, mailbox: &Arc<Mailbox>) {
+    let mailbox = Arc::downgrade(mailbox);
     tokio::spawn(async move {
         tokio::time::sleep(POLL_LEASE).await;
+        let Some(mailbox) = mailbox.upgrade() else {
+            return;
+        };
         let idle = mailbox
             .last_poll
             .lock()

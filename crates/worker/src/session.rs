@@ -241,12 +241,19 @@ async fn wanted_config() -> Option<ConnectionConfig> {
 /// Called at every worker start and alarm: start the loop if the user wants a connection and
 /// none is running. Never starts a second loop.
 pub async fn resume() {
-    if with(|s| s.running) {
+    // Claimed before any await: the worker's boot and an alarm often call this together.
+    let claimed = with(|s| (!std::mem::replace(&mut s.running, true)).then_some(s.generation));
+    let Some(gen) = claimed else {
         return;
+    };
+    let wanted = wanted_config().await;
+    if with(|s| s.generation != gen) {
+        return; // a Save or Disconnect decided meanwhile
     }
-    match wanted_config().await {
-        Some(_) => start_loop(),
+    match wanted {
+        Some(_) => spawn_loop(gen),
         None => {
+            with(|s| s.running = false);
             if status().await.state != State::Error {
                 let msg = if saved_config().await.is_some() {
                     "Disconnected. Click Save & connect to connect."
@@ -306,6 +313,10 @@ fn start_loop() {
         s.running = true;
         s.generation
     });
+    spawn_loop(gen);
+}
+
+fn spawn_loop(gen: u64) {
     spawn_local(run(gen));
     spawn_local(keep_alive(gen));
 }

@@ -101,7 +101,9 @@ pub async fn run(
             },
             Either::Left(Some(Ok(Message::Bytes(_)))) => {}
             Either::Left(Some(Err(WebSocketError::ConnectionClose(ev)))) => {
-                return if ev.code == CLOSE_UNAUTHORIZED {
+                return if ev.code == CLOSE_UNAUTHORIZED && ev.reason.contains("disconnect") {
+                    Ended::Disconnected(ev.reason)
+                } else if ev.code == CLOSE_UNAUTHORIZED {
                     Ended::Unauthorized(ev.reason)
                 } else {
                     Ended::Lost {
