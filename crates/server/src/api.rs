@@ -203,11 +203,15 @@ pub(crate) async fn index(State(app): State<AppState>) -> Response {
          programs and AI agents to the Browser Operator extension in your browser.\n\
          \n\
          Extension (Options page): Transport WebSocket, Server URL ws://{addr}/ws\n\
+         \x20 or SSE + HTTP / HTTP long polling / HTTP short polling, Server URL http://{addr}\n\
+         \x20 (commands GET /browser/events, results POST /browser/result)\n\
+         Pair this browser in one click: http://{addr}/pair\n\
          Token: printed by `browser-operator serve`, or run `browser-operator token`.\n\
          \n\
          Command API (Authorization: Bearer <token>):\n\
          \x20 POST /commands  {{\"tool\": \"...\", \"args\": {{...}}, \"target\": \"...\", \"timeoutMs\": n}}\n\
-         \x20 GET  /status\n",
+         \x20 GET  /status\n\
+         \x20 POST /disconnect {{\"target\": \"...\"}}  (the browser stops until its user connects again)\n",
         version = env!("CARGO_PKG_VERSION"),
     );
     ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response()

@@ -26,6 +26,25 @@ pub enum Command {
     Call(CallArgs),
     /// Print the token file's path and the token (creating it if needed).
     Token,
+    /// Make a connected browser stop: it drops its token and stays disconnected until its
+    /// user connects again (close 4001, `event: disconnect` or 401, by transport).
+    Disconnect(DisconnectArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DisconnectArgs {
+    /// Which browser, when several are connected.
+    #[arg(long)]
+    pub target: Option<String>,
+    /// Port of the server on 127.0.0.1.
+    #[arg(long, default_value_t = DEFAULT_PORT)]
+    pub port: u16,
+    /// The server's URL (instead of --port), e.g. http://127.0.0.1:8787.
+    #[arg(long)]
+    pub url: Option<String>,
+    /// Token instead of $BROWSER_OPERATOR_TOKEN or the token file.
+    #[arg(long)]
+    pub token: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -93,6 +112,45 @@ pub fn main() -> ExitCode {
         Command::Serve(args) => serve(args),
         Command::Call(args) => run_call(args),
         Command::Token => show_token(),
+        Command::Disconnect(args) => disconnect(args),
+    }
+}
+
+fn disconnect(args: DisconnectArgs) -> ExitCode {
+    let token = match token::resolve(args.token.as_deref()) {
+        Ok(t) => t,
+        Err(e) => return fail(2, e),
+    };
+    let url = format!(
+        "{}/disconnect",
+        call::base_url(args.url.as_deref(), args.port)
+    );
+    let body = match &args.target {
+        Some(t) => serde_json::json!({ "target": t }),
+        None => serde_json::json!({}),
+    };
+    let answer = ureq::post(&url)
+        .config()
+        .http_status_as_error(false)
+        .build()
+        .header("Authorization", format!("Bearer {}", token.value))
+        .send_json(&body);
+    match answer {
+        Ok(mut r) => {
+            let status = r.status().as_u16();
+            let text = r.body_mut().read_to_string().unwrap_or_default();
+            let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+            if status == 200 {
+                println!(
+                    "Disconnected browser '{}'.",
+                    v["disconnected"].as_str().unwrap_or("?")
+                );
+                ExitCode::SUCCESS
+            } else {
+                fail(1, v["error"].as_str().unwrap_or(&text))
+            }
+        }
+        Err(e) => fail(2, format!("cannot reach {url}: {e}")),
     }
 }
 

@@ -237,6 +237,9 @@ fn router(app: AppState, loopback: bool) -> Router {
         .route_layer(middleware::from_fn(guard::reject_web_origin));
     Router::new()
         .route("/", get(api::index))
+        .route("/pair", get(pair::page))
+        .route("/pair/offer", post(pair::offer))
+        .route("/pair/status", post(pair::status))
         .merge(guarded)
         .layer(middleware::from_fn_with_state(
             loopback,

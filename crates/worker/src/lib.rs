@@ -7,6 +7,7 @@ mod chrome;
 mod group;
 mod js;
 mod pages;
+mod pairing;
 mod session;
 mod tools;
 mod transport;
@@ -39,8 +40,8 @@ pub fn on_debugger_detach(source: JsValue) {
     }
 }
 
-/// `chrome.runtime.onMessage`: requests from the extension's own pages (Options). The answer
-/// is passed to `sendResponse`.
+/// `chrome.runtime.onMessage`: requests from the extension's own pages (Options, popup) and
+/// pairing offers from the content script. The answer is passed to `sendResponse`.
 #[wasm_bindgen(js_name = onMessage)]
 pub async fn on_message(message: JsValue, sender: JsValue) -> JsValue {
     pages::handle(message, sender).await
