@@ -68,6 +68,9 @@ async function load() {
   }
   showTransport();
   $("version").textContent = `Version ${state.version}`;
+  $("product").textContent = state.productName;
+  $("group-title").textContent = state.groupTitle;
+  document.title = `${state.productName} — Options`;
   showStatus(state.status);
   document.body.dataset.ready = "true";
 }

@@ -11,6 +11,7 @@ function showStatus(status) {
 }
 
 function showOffer(offer) {
+  current = offer;
   $("offer").hidden = !offer;
   if (!offer) return;
   $("offer-brand").textContent = offer.brandName ?? offer.origin;
@@ -37,7 +38,27 @@ async function load() {
   document.body.dataset.ready = "true";
 }
 
+// Loopback servers are in host_permissions; another HTTP backend is asked for on this click.
+async function allowServer(offer) {
+  if (!offer || offer.transport === "websocket") return true;
+  let origin;
+  try {
+    const u = new URL(offer.serverUrl);
+    origin = `${u.protocol}//${u.hostname}/*`;
+  } catch {
+    return true;
+  }
+  if (await chrome.permissions.contains({ origins: [origin] })) return true;
+  return chrome.permissions.request({ origins: [origin] }).catch(() => false);
+}
+
+let current = null;
+
 $("accept").addEventListener("click", async () => {
+  if (!(await allowServer(current))) {
+    $("offer-error").textContent = "Allow access to the server when Chrome asks, or the extension cannot reach it.";
+    return;
+  }
   const reply = await chrome.runtime.sendMessage({ type: "acceptOffer" });
   if (reply?.ok) {
     $("offer").hidden = true;

@@ -644,3 +644,32 @@ async fn sse_split_at_every_byte() -> Result<()> {
     );
     Ok(())
 }
+
+/// The direct transport: code in the worker runs a command through the same dispatch, with no
+/// server at all.
+#[tokio::test]
+async fn direct_transport_runs_commands_in_process() -> Result<()> {
+    browser_operator_e2e::init();
+    let browser = Browser::launch(BrowserOptions::default()).await?;
+    let worker = browser.worker().await?;
+    let r = worker
+        .eval("self.browserOperator.run({id: 'd1', tool: 'tabs_context_mcp', args: {createIfEmpty: true}})")
+        .await?;
+    assert_eq!(r["commandId"], "d1");
+    let text = r["result"]["content"][0]["text"].as_str().unwrap_or("");
+    assert!(text.contains("tabId"), "{r}");
+    let r = worker
+        .eval("self.browserOperator.run({id: 'd2', tool: 'nope'})")
+        .await?;
+    assert_eq!(r, json!({"commandId": "d2", "error": "Unknown tool: nope"}));
+    let r = worker.eval("self.browserOperator.run({tool: 1})").await?;
+    assert!(
+        r["error"]
+            .as_str()
+            .unwrap_or("")
+            .contains("Malformed command"),
+        "{r}"
+    );
+    worker.detach().await?;
+    Ok(())
+}

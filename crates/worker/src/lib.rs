@@ -46,3 +46,25 @@ pub fn on_debugger_detach(source: JsValue) {
 pub async fn on_message(message: JsValue, sender: JsValue) -> JsValue {
     pages::handle(message, sender).await
 }
+
+/// The direct transport: a command `{id, tool, args}` run in-process through the same dispatch
+/// as every network transport, answered with its result `{commandId, result | error}`. Used by
+/// tests and embedding code in the worker (`self.browserOperator.run`, see worker.js).
+#[wasm_bindgen(js_name = runCommand)]
+pub async fn run_command(command: JsValue) -> JsValue {
+    let command: protocol::Command = match js::from_js(command) {
+        Ok(c) => c,
+        Err(e) => {
+            return js::to_js(&serde_json::json!({
+                "commandId": "",
+                "error": format!("Malformed command: {e}; send {{id, tool, args}}"),
+            }))
+            .unwrap_or(JsValue::NULL)
+        }
+    };
+    let result = protocol::CommandResult {
+        command_id: command.id,
+        outcome: session::execute(&command.tool, command.args).await,
+    };
+    js::to_js(&result).unwrap_or(JsValue::NULL)
+}

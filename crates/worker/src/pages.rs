@@ -40,6 +40,7 @@ struct State {
     status: Status,
     version: String,
     product_name: String,
+    group_title: String,
 }
 
 #[derive(Serialize)]
@@ -132,6 +133,7 @@ pub async fn handle(message: JsValue, sender: JsValue) -> JsValue {
                 status: session::status().await,
                 version: crate::chrome::runtime::version(),
                 product_name: crate::brand::brand().product_name,
+                group_title: crate::brand::brand().group_title,
             };
             to_js(&state).unwrap_or(JsValue::NULL)
         }
