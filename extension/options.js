@@ -37,7 +37,10 @@ function showStatus(status) {
   if (!status) return;
   const el = $("status");
   el.dataset.state = status.state;
-  el.textContent = `${LABELS[status.state] ?? status.state}: ${status.message}`;
+  const label = LABELS[status.state] ?? status.state;
+  // "Connected: Connected to …" says it twice.
+  const text = status.message.startsWith(label) ? status.message : `${label}: ${status.message}`;
+  el.textContent = text;
 }
 
 function clearErrors() {

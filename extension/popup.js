@@ -7,7 +7,13 @@ const TRANSPORTS = { websocket: "WebSocket", "sse-http": "SSE + HTTP", "http-pol
 function showStatus(status) {
   if (!status) return;
   $("status").dataset.state = status.state;
-  $("status").textContent = `${LABELS[status.state] ?? status.state}: ${status.message}`;
+  const label = LABELS[status.state] ?? status.state;
+  // "Connected: Connected to …" says it twice.
+  const text = status.message.startsWith(label) ? status.message : `${label}: ${status.message}`;
+  $("status").textContent = text;
+  const live = status.state === "connected" || status.state === "connecting";
+  $("connect").hidden = live;
+  $("disconnect").hidden = !live;
 }
 
 function showOffer(offer) {
