@@ -13,6 +13,7 @@ ROOT=$(pwd)
 
 WASM_BINDGEN_VERSION=0.2.130   # must equal the wasm-bindgen crate version in crates/worker
 BINARYEN_VERSION=132.0.0       # Debian's binaryen corrupts wasm-bindgen output; npm's works
+AXE_VERSION=4.11.1             # accessibility checker used by tests/tests/pairing.rs
 TOOLS="$ROOT/.tools"
 WASM_OPT="$TOOLS/node_modules/binaryen/bin/wasm-opt"
 PKG="$ROOT/extension/pkg"
@@ -46,7 +47,13 @@ setup_rust() {
     have npm || { say "installing npm"; as_root apt-get update -qq; as_root apt-get install -y -qq npm; }
     say "installing wasm-opt (npm binaryen@$BINARYEN_VERSION)"
     mkdir -p "$TOOLS"
-    npm install --prefix "$TOOLS" --no-save --no-audit --no-fund "binaryen@$BINARYEN_VERSION" >/dev/null
+    npm install --prefix "$TOOLS" --no-save --no-audit --no-fund "binaryen@$BINARYEN_VERSION" "axe-core@$AXE_VERSION" >/dev/null
+  fi
+  # The accessibility checker the pairing tests run on the popup, Options and /pair pages.
+  if [ ! -f "$TOOLS/node_modules/axe-core/axe.min.js" ]; then
+    have npm || { as_root apt-get update -qq; as_root apt-get install -y -qq npm; }
+    say "installing axe-core $AXE_VERSION (accessibility checks in the tests)"
+    npm install --prefix "$TOOLS" --no-save --no-audit --no-fund "binaryen@$BINARYEN_VERSION" "axe-core@$AXE_VERSION" >/dev/null
   fi
 }
 
