@@ -6,12 +6,15 @@
 #   ./build.sh test      setup, build, lint, and every test (browser tests included)
 #   ./build.sh lint      cargo fmt --check and clippy (native and wasm32)
 #   ./build.sh bench     every benchmark (tests/src/bin/bench_*.rs), each beside its baseline
+#   ./build.sh brand     apply brand.json (name, icons, version) to manifest.json
+#   ./build.sh package   the Chrome Web Store zip in dist/, checked to load in Chromium
 set -euo pipefail
 cd "$(dirname "$0")"
 ROOT=$(pwd)
 
 WASM_BINDGEN_VERSION=0.2.130   # must equal the wasm-bindgen crate version in crates/worker
 BINARYEN_VERSION=132.0.0       # Debian's binaryen corrupts wasm-bindgen output; npm's works
+AXE_VERSION=4.11.1             # accessibility checker used by tests/tests/pairing.rs
 TOOLS="$ROOT/.tools"
 WASM_OPT="$TOOLS/node_modules/binaryen/bin/wasm-opt"
 PKG="$ROOT/extension/pkg"
@@ -45,7 +48,13 @@ setup_rust() {
     have npm || { say "installing npm"; as_root apt-get update -qq; as_root apt-get install -y -qq npm; }
     say "installing wasm-opt (npm binaryen@$BINARYEN_VERSION)"
     mkdir -p "$TOOLS"
-    npm install --prefix "$TOOLS" --no-save --no-audit --no-fund "binaryen@$BINARYEN_VERSION" >/dev/null
+    npm install --prefix "$TOOLS" --no-save --no-audit --no-fund "binaryen@$BINARYEN_VERSION" "axe-core@$AXE_VERSION" >/dev/null
+  fi
+  # The accessibility checker the pairing tests run on the popup, Options and /pair pages.
+  if [ ! -f "$TOOLS/node_modules/axe-core/axe.min.js" ]; then
+    have npm || { as_root apt-get update -qq; as_root apt-get install -y -qq npm; }
+    say "installing axe-core $AXE_VERSION (accessibility checks in the tests)"
+    npm install --prefix "$TOOLS" --no-save --no-audit --no-fund "binaryen@$BINARYEN_VERSION" "axe-core@$AXE_VERSION" >/dev/null
   fi
   setup_wasm_cc
 }
@@ -102,6 +111,72 @@ build_sandbox() {
   say "sandbox: $(wc -c <"$wasm") bytes raw, $(gzip -9c "$wasm" | wc -c) bytes gzip"
 }
 
+# brand.json and the workspace version are the source of truth; manifest.json follows them.
+apply_brand() {
+  python3 - "$ROOT" <<'PY'
+import json, re, sys
+from pathlib import Path
+root = Path(sys.argv[1])
+brand = json.loads((root / "brand.json").read_text())
+cargo = (root / "Cargo.toml").read_text()
+version = re.search(r'\[workspace\.package\][^\[]*?version\s*=\s*"([^"]+)"', cargo, re.S).group(1)
+path = root / "manifest.json"
+before = path.read_text()
+m = json.loads(before)
+m["name"] = brand["productName"]
+m["version"] = version
+m["icons"] = brand["icons"]
+m.setdefault("action", {})["default_title"] = brand["productName"]
+m["action"]["default_icon"] = brand["icons"]
+for size, rel in brand["icons"].items():
+    if not (root / rel).is_file():
+        sys.exit(f"brand.json names {rel} for {size}px but it does not exist (python3 scripts/icons.py draws them)")
+after = json.dumps(m, indent=2, ensure_ascii=False) + "\n"
+if after != before:
+    path.write_text(after)
+    print("manifest.json updated from brand.json", file=sys.stderr)
+PY
+}
+
+package() {
+  apply_brand
+  build_worker
+  local version dist stage zip
+  version=$(python3 -c 'import json; print(json.load(open("manifest.json"))["version"])')
+  dist="$ROOT/dist"; stage=$(mktemp -d); zip="$dist/browser-operator-$version.zip"
+  mkdir -p "$dist" "$stage/extension/pkg" "$stage/extension/icons"
+  # Only what the extension loads; the store assigns the id, so no "key".
+  python3 -c 'import json,sys; m=json.load(open("manifest.json")); m.pop("key",None); json.dump(m,open(sys.argv[1],"w"),indent=2)' "$stage/manifest.json"
+  cp extension/worker.js extension/content.js extension/options.{html,js,css} extension/popup.{html,js,css} "$stage/extension/"
+  cp extension/icons/*.png "$stage/extension/icons/"
+  cp "$PKG/browser_operator_worker.js" "$PKG/browser_operator_worker_bg.wasm" "$stage/extension/pkg/"
+  rm -f "$zip"
+  (cd "$stage" && python3 -c 'import os,sys,zipfile
+z=zipfile.ZipFile(sys.argv[1],"w",zipfile.ZIP_DEFLATED)
+for d,_,fs in sorted(os.walk(".")):
+    for f in sorted(fs): z.write(os.path.join(d,f), os.path.relpath(os.path.join(d,f),"."))' "$zip")
+  say "checking that the zip loads in Chromium"
+  local check profile port worker=""
+  check=$(mktemp -d); profile=$(mktemp -d)
+  python3 -c 'import sys,zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' "$zip" "$check"
+  "$(chromium_bin)" --headless=new --no-sandbox --disable-gpu --no-first-run --user-data-dir="$profile" \
+    --load-extension="$check" --disable-extensions-except="$check" --remote-debugging-port=0 about:blank \
+    >/dev/null 2>&1 &
+  local pid=$!
+  for _ in $(seq 1 50); do
+    if [ -s "$profile/DevToolsActivePort" ]; then
+      port=$(head -1 "$profile/DevToolsActivePort")
+      worker=$(curl -s "http://127.0.0.1:$port/json/list" | grep -o 'chrome-extension://[a-p]*/extension/worker.js' | head -1 || true)
+      [ -n "$worker" ] && break
+    fi
+    sleep 0.2
+  done
+  kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true
+  rm -rf "$stage" "$check" "$profile"
+  [ -n "$worker" ] || { echo "the packaged extension did not start its service worker in Chromium" >&2; exit 1; }
+  say "$zip ($(wc -c <"$zip") bytes): loads in Chromium ($worker)"
+}
+
 build_server() {
   say "building the server"
   cargo build -p browser-operator-server
@@ -119,7 +194,9 @@ lint() {
 cmd="${1:-help}"
 case "$cmd" in
   setup) setup_rust; setup_chromium ;;
-  build) setup_rust; build_worker; build_server ;;
+  build) setup_rust; apply_brand; build_worker; build_server ;;
+  brand) apply_brand ;;
+  package) setup_rust; setup_chromium; package ;;
   lint) setup_rust; lint ;;
   test)
     setup_rust; setup_chromium

@@ -1,14 +1,46 @@
 // The Options page: shows the config and live status, and asks the worker to save, connect or
 // disconnect. It holds no state of its own; the worker validates and decides.
 const $ = (id) => document.getElementById(id);
-const fields = ["transport", "serverUrl", "token", "target"];
+const fields = ["transport", "serverUrl", "token", "commandPath", "resultPath", "target"];
+const EXAMPLES = { websocket: "ws://127.0.0.1:8787/ws" };
+const HTTP_EXAMPLE = "http://127.0.0.1:8787";
+
+// The HTTP transports need the path fields; WebSocket doesn't.
+function showTransport() {
+  const http = $("transport").value !== "websocket";
+  for (const el of document.querySelectorAll(".http-only")) el.hidden = !http;
+  const example = EXAMPLES[$("transport").value] ?? HTTP_EXAMPLE;
+  $("serverUrl").placeholder = example;
+  $("serverUrl-example").textContent = example;
+}
+
+// Loopback servers are in the manifest's host_permissions; any other backend is asked for on
+// Save (it needs the click), so the extension can only reach the servers its user chose.
+async function allowServer(url) {
+  let origin;
+  try {
+    const u = new URL(url.replace(/^ws/, "http"));
+    origin = `${u.protocol}//${u.hostname}/*`;
+  } catch {
+    return true; // the worker reports the bad URL next to the field
+  }
+  if (await chrome.permissions.contains({ origins: [origin] })) return true;
+  try {
+    return await chrome.permissions.request({ origins: [origin] });
+  } catch {
+    return false;
+  }
+}
 const LABELS = { disconnected: "Disconnected", connecting: "Connecting", connected: "Connected", error: "Error" };
 
 function showStatus(status) {
   if (!status) return;
   const el = $("status");
   el.dataset.state = status.state;
-  el.textContent = `${LABELS[status.state] ?? status.state}: ${status.message}`;
+  const label = LABELS[status.state] ?? status.state;
+  // "Connected: Connected to …" says it twice.
+  const text = status.message.startsWith(label) ? status.message : `${label}: ${status.message}`;
+  el.textContent = text;
 }
 
 function clearErrors() {
@@ -34,8 +66,14 @@ async function load() {
     $("serverUrl").value = c.serverUrl ?? "";
     $("token").value = c.token ?? "";
     $("target").value = c.target ?? "";
+    $("commandPath").value = c.commandPath ?? "";
+    $("resultPath").value = c.resultPath ?? "";
   }
+  showTransport();
   $("version").textContent = `Version ${state.version}`;
+  $("product").textContent = state.productName;
+  $("group-title").textContent = state.groupTitle;
+  document.title = `${state.productName} — Options`;
   showStatus(state.status);
   document.body.dataset.ready = "true";
 }
@@ -44,9 +82,19 @@ $("form").addEventListener("submit", async (event) => {
   event.preventDefault();
   clearErrors();
   const config = Object.fromEntries(fields.map((f) => [f, $(f).value]));
+  if (config.transport === "websocket") {
+    delete config.commandPath;
+    delete config.resultPath;
+  }
+  if (config.transport !== "websocket" && !(await allowServer(config.serverUrl))) {
+    showError("serverUrl", "Allow access to this server when Chrome asks, or the extension cannot reach it.");
+    return;
+  }
   const reply = await chrome.runtime.sendMessage({ type: "saveConfig", config });
   if (reply && !reply.ok) showError(reply.field, reply.message);
 });
+
+$("transport").addEventListener("change", showTransport);
 
 $("disconnect").addEventListener("click", () => chrome.runtime.sendMessage({ type: "disconnect" }));
 

@@ -21,3 +21,6 @@ chrome.tabs.onRemoved.addListener((tabId) => ready.then(() => worker.onTabRemove
 // Startup and install only need the worker to run: boot() does the rest.
 chrome.runtime.onStartup.addListener(() => ready);
 chrome.runtime.onInstalled.addListener(() => ready);
+// The direct transport: code running in this worker (tests, an embedding build) runs a command
+// through the same dispatch as the network transports, without a server.
+self.browserOperator = Object.freeze({ run: (command) => ready.then(() => worker.runCommand(command)) });

@@ -61,25 +61,41 @@ impl Backend {
         Ok(())
     }
 
-    /// Runs a tool in the browser; the command result, or the HTTP error.
-    pub async fn command(&self, tool: &str, args: Value) -> Result<CommandResult> {
-        let request = Call {
+    /// A handle that sends commands to this server's address, usable from other tasks while
+    /// the server is stopped and started again.
+    pub fn caller(&self) -> Caller {
+        Caller {
             url: self.http_url(),
             token: self.token.clone(),
-            tool: tool.to_string(),
-            args: args.as_object().cloned().unwrap_or_else(Map::new),
-            target: None,
-            timeout: Some(Duration::from_secs(60)),
+        }
+    }
+
+    /// `POST /disconnect`: the server tells the browser of `target` (or the only one) to stop.
+    pub async fn disconnect(&self, target: Option<&str>) -> Result<Value> {
+        let url = format!("{}/disconnect", self.http_url());
+        let token = self.token.clone();
+        let body = match target {
+            Some(t) => serde_json::json!({ "target": t }),
+            None => serde_json::json!({}),
         };
-        let answer = tokio::task::spawn_blocking(move || call::call(&request))
-            .await
-            .map_err(|e| Error::new(format!("the call task failed: {e}")))?;
-        answer.map(|a| a.result).map_err(|e| {
-            Error::new(match e {
-                CallError::Http { status, message } => format!("{tool}: HTTP {status}: {message}"),
-                other => format!("{tool}: {other:?}"),
-            })
+        tokio::task::spawn_blocking(move || -> Result<Value> {
+            let mut response = ureq::post(&url)
+                .header("Authorization", format!("Bearer {token}"))
+                .send_json(&body)
+                .map_err(|e| Error::new(format!("POST /disconnect: {e}")))?;
+            let text = response
+                .body_mut()
+                .read_to_string()
+                .map_err(|e| Error::new(format!("POST /disconnect body: {e}")))?;
+            Ok(serde_json::from_str(&text)?)
         })
+        .await
+        .map_err(|e| Error::new(format!("the disconnect task failed: {e}")))?
+    }
+
+    /// Runs a tool in the browser; the command result, or the HTTP error.
+    pub async fn command(&self, tool: &str, args: Value) -> Result<CommandResult> {
+        self.caller().command(tool, args).await
     }
 
     /// The text of a successful result; an error result fails the test with its message.
@@ -142,6 +158,36 @@ impl Backend {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+    }
+}
+
+/// Sends commands to a server's address (see [`Backend::caller`]).
+#[derive(Clone)]
+pub struct Caller {
+    url: String,
+    token: String,
+}
+
+impl Caller {
+    /// Runs a tool in the browser; the command result, or the HTTP error.
+    pub async fn command(&self, tool: &str, args: Value) -> Result<CommandResult> {
+        let request = Call {
+            url: self.url.clone(),
+            token: self.token.clone(),
+            tool: tool.to_string(),
+            args: args.as_object().cloned().unwrap_or_else(Map::new),
+            target: None,
+            timeout: Some(Duration::from_secs(60)),
+        };
+        let answer = tokio::task::spawn_blocking(move || call::call(&request))
+            .await
+            .map_err(|e| Error::new(format!("the call task failed: {e}")))?;
+        answer.map(|a| a.result).map_err(|e| {
+            Error::new(match e {
+                CallError::Http { status, message } => format!("{tool}: HTTP {status}: {message}"),
+                other => format!("{tool}: {other:?}"),
+            })
+        })
     }
 }
 

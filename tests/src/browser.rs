@@ -606,12 +606,25 @@ impl Browser {
         token: &str,
         target: Option<&str>,
     ) -> Result<()> {
+        self.configure_transport("websocket", server_url, token, target)
+            .await
+    }
+
+    /// [`Browser::configure_extension`] with another transport (`sse-http`, `http-poll`,
+    /// `http-short-poll`, `websocket`).
+    pub async fn configure_transport(
+        &self,
+        transport: &str,
+        server_url: &str,
+        token: &str,
+        target: Option<&str>,
+    ) -> Result<()> {
         let page = self.options_page().await?;
         let result = async {
             page.wait_for("document.querySelector('#save') !== null", PAGE_TIMEOUT)
                 .await?;
             let before = page.eval(STATUS_JS).await?;
-            page.select_value("#transport", "websocket").await?;
+            page.select_value("#transport", transport).await?;
             page.type_into("#serverUrl", server_url).await?;
             page.type_into("#token", token).await?;
             if let Some(target) = target {

@@ -22,7 +22,7 @@ pub mod error;
 pub mod fixtures;
 pub mod mcp;
 
-pub use backend::{images, Backend};
+pub use backend::{images, Backend, Caller};
 pub use browser::{js_string, Browser, BrowserOptions, Page, Session, TargetInfo};
 pub use cdp::{wait_event_on, Cdp, Event};
 pub use error::{Error, Result, ResultExt};

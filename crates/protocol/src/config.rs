@@ -10,20 +10,46 @@ pub enum Transport {
     WebSocket,
     #[serde(rename = "sse-http")]
     SseHttp,
+    /// HTTP long polling: the server holds each poll until a command arrives or its bound passes.
+    #[serde(rename = "http-poll")]
+    HttpPoll,
+    /// HTTP short polling: a poll every [`SHORT_POLL_INTERVAL_MS`], answered at once.
+    #[serde(rename = "http-short-poll")]
+    HttpShortPoll,
 }
+
+/// Every transport, in the order the Options page lists them.
+pub const TRANSPORTS: [Transport; 4] = [
+    Transport::WebSocket,
+    Transport::SseHttp,
+    Transport::HttpPoll,
+    Transport::HttpShortPoll,
+];
+
+/// How long a long poll may be held by the server (the `wait` query parameter, seconds).
+pub const LONG_POLL_WAIT_S: u32 = 25;
+/// The pause between two short polls.
+pub const SHORT_POLL_INTERVAL_MS: u32 = 1_000;
 
 impl Transport {
     pub fn as_str(self) -> &'static str {
         match self {
             Transport::WebSocket => "websocket",
             Transport::SseHttp => "sse-http",
+            Transport::HttpPoll => "http-poll",
+            Transport::HttpShortPoll => "http-short-poll",
         }
+    }
+
+    /// Whether commands come over HTTP (paths and results POSTed), not one WebSocket.
+    pub fn is_http(self) -> bool {
+        self != Transport::WebSocket
     }
 
     fn url_schemes(self) -> &'static [&'static str] {
         match self {
             Transport::WebSocket => &["ws", "wss"],
-            Transport::SseHttp => &["http", "https"],
+            _ => &["http", "https"],
         }
     }
 }
@@ -139,12 +165,12 @@ impl ConnectionConfig {
         Ok(())
     }
 
-    /// `serverUrl + commandPath` with `{target}` substituted (SSE + HTTP).
+    /// `serverUrl + commandPath` with `{target}` substituted (SSE + HTTP and polling).
     pub fn command_url(&self) -> String {
         self.join(self.command_path.as_deref().unwrap_or(DEFAULT_COMMAND_PATH))
     }
 
-    /// `serverUrl + resultPath` with `{target}` substituted (SSE + HTTP).
+    /// `serverUrl + resultPath` with `{target}` substituted (SSE + HTTP and polling).
     pub fn result_url(&self) -> String {
         self.join(self.result_path.as_deref().unwrap_or(DEFAULT_RESULT_PATH))
     }
@@ -184,7 +210,7 @@ fn validate_url(transport: Transport, url: &str) -> Result<(), ConfigError> {
     let schemes = transport.url_schemes();
     let example = match transport {
         Transport::WebSocket => "ws://127.0.0.1:8787/ws",
-        Transport::SseHttp => "http://127.0.0.1:8787",
+        _ => "http://127.0.0.1:8787",
     };
     if url.is_empty() {
         return Err(err(
@@ -301,6 +327,31 @@ mod tests {
         c.validate().unwrap();
         assert_eq!(c.command_url(), "http://h:1/b/chan-1/events");
         assert_eq!(c.result_url(), "http://h:1/browser/result");
+    }
+
+    #[test]
+    fn every_transport_has_its_name_and_schemes() {
+        for t in TRANSPORTS {
+            let name = serde_json::to_value(t).unwrap();
+            assert_eq!(name, t.as_str());
+            let url = if t.is_http() {
+                "http://h:1"
+            } else {
+                "ws://h:1/ws"
+            };
+            let c = ConnectionConfig {
+                transport: t,
+                server_url: url.into(),
+                token: "t".into(),
+                command_path: None,
+                result_path: None,
+                target: None,
+            };
+            c.validate().unwrap();
+        }
+        let mut c = ws("ws://h:1", "t");
+        c.transport = Transport::HttpPoll;
+        assert_eq!(c.validate().unwrap_err().field, "serverUrl");
     }
 
     #[test]

@@ -9,9 +9,12 @@ pub mod catalog;
 pub mod config;
 pub mod frames;
 pub mod message;
+pub mod pairing;
 pub mod schema;
+pub mod sse;
 
 pub use catalog::{catalog, tool, ToolSpec};
-pub use config::{ConfigError, ConnectionConfig, Transport};
+pub use config::{ConfigError, ConnectionConfig, Transport, TRANSPORTS};
 pub use frames::{ExtensionFrame, ServerFrame, CLOSE_TARGET_TAKEN, CLOSE_UNAUTHORIZED};
 pub use message::{Command, CommandResult, ContentBlock, Outcome, ToolResult};
+pub use pairing::{PairOffer, ParkedOffer};

@@ -187,15 +187,18 @@ pub(crate) async fn status(State(app): State<AppState>, headers: HeaderMap) -> R
         "version": env!("CARGO_PKG_VERSION"),
         "browsers": browsers,
         "wsConnections": app.relay.ws_connections(),
+        "httpRequests": app.relay.http_requests(),
         "authFailures": app.relay.auth_failures(),
         "pendingCommands": app.relay.pending_commands(),
     }))
     .into_response()
 }
 
-/// `POST /disconnect` with `{"target": "…"}` or `{"tokenId": "…"}` and an optional
-/// `"reason"`: closes those browsers' connections (what `browser-operator token revoke` calls).
-/// Answers `{"disconnected": n}`.
+/// `POST /disconnect` with `{"target": "…"}` or `{"tokenId": "…"}` (neither: the only
+/// connected browser) and an optional `"reason"`: those browsers' connections end with close
+/// 4001, `event: disconnect` or a 401, so the extension drops its token and stays disconnected
+/// until its user connects again (what `browser-operator disconnect` and `token revoke` call).
+/// Answers `{"disconnected": n, "targets": [...]}`.
 pub(crate) async fn disconnect(
     State(app): State<AppState>,
     headers: HeaderMap,
@@ -204,23 +207,47 @@ pub(crate) async fn disconnect(
     if !bearer_matches(&headers, &app.token) {
         return ApiError::unauthorized().into_response();
     }
-    let value: Value = match serde_json::from_slice(&body) {
-        Ok(v) => v,
-        Err(e) => {
-            return ApiError::bad_request(format!("The body is not valid JSON: {e}"))
+    let value: Value = if body.iter().all(u8::is_ascii_whitespace) {
+        json!({})
+    } else {
+        match serde_json::from_slice(&body) {
+            Ok(v) => v,
+            Err(e) => {
+                return ApiError::bad_request(format!("The body is not valid JSON: {e}"))
+                    .into_response()
+            }
+        }
+    };
+    let which =
+        match (value["target"].as_str(), value["tokenId"].as_str()) {
+            (Some(t), None) => crate::relay::Disconnect::Target(t.to_string()),
+            (None, Some(id)) => crate::relay::Disconnect::TokenId(id.to_string()),
+            (None, None) => {
+                let connected: Vec<String> =
+                    app.relay.browsers().into_iter().map(|b| b.target).collect();
+                match connected.as_slice() {
+                    [only] => crate::relay::Disconnect::Target(only.clone()),
+                    [] => {
+                        return ApiError::new(StatusCode::NOT_FOUND, "No browser is connected.")
+                            .into_response()
+                    }
+                    several => return ApiError::new(
+                        StatusCode::CONFLICT,
+                        format!(
+                            "Several browsers are connected; say which one with \"target\": {}.",
+                            several.join(", ")
+                        ),
+                    )
+                    .into_response(),
+                }
+            }
+            _ => {
+                return ApiError::bad_request(
+                    "Send at most one of \"target\" or \"tokenId\" (strings).",
+                )
                 .into_response()
-        }
-    };
-    let which = match (value["target"].as_str(), value["tokenId"].as_str()) {
-        (Some(t), None) => crate::relay::Disconnect::Target(t.to_string()),
-        (None, Some(id)) => crate::relay::Disconnect::TokenId(id.to_string()),
-        _ => {
-            return ApiError::bad_request(
-                "Send exactly one of \"target\" or \"tokenId\" (strings).",
-            )
-            .into_response()
-        }
-    };
+            }
+        };
     let reason: String = value["reason"]
         .as_str()
         .unwrap_or("disconnected by the server")
@@ -228,8 +255,17 @@ pub(crate) async fn disconnect(
         .filter(|c| !c.is_control())
         .take(200)
         .collect();
-    let n = app.relay.disconnect(&which, &reason);
-    Json(json!({ "disconnected": n })).into_response()
+    let targets = app.relay.disconnect(&which, &reason);
+    if targets.is_empty() {
+        if let crate::relay::Disconnect::Target(t) = &which {
+            return ApiError::new(
+                StatusCode::NOT_FOUND,
+                format!("No browser is connected with target '{t}'."),
+            )
+            .into_response();
+        }
+    }
+    Json(json!({ "disconnected": targets.len(), "targets": targets })).into_response()
 }
 
 /// `GET /`: what this is and where to connect; never the token.
@@ -242,11 +278,15 @@ pub(crate) async fn index(State(app): State<AppState>) -> Response {
          programs and AI agents to the Browser Operator extension in your browser.\n\
          \n\
          Extension (Options page): Transport WebSocket, Server URL ws://{addr}/ws\n\
+         \x20 or SSE + HTTP / HTTP long polling / HTTP short polling, Server URL http://{addr}\n\
+         \x20 (commands GET /browser/events, results POST /browser/result)\n\
+         Pair this browser in one click: http://{addr}/pair\n\
          Token: printed by `browser-operator serve`, or run `browser-operator token`.\n\
          \n\
          Command API (Authorization: Bearer <token>):\n\
          \x20 POST /commands  {{\"tool\": \"...\", \"args\": {{...}}, \"target\": \"...\", \"timeoutMs\": n}}\n\
          \x20 GET  /status\n\
+         \x20 POST /disconnect {{\"target\": \"...\"}}  (the browser stops until its user connects again)\n\
          \n\
          MCP (streamable HTTP, same bearer token): http://{addr}/mcp\n",
         version = env!("CARGO_PKG_VERSION"),

@@ -33,6 +33,9 @@ pub enum Command {
     /// Runs the relay the extension connects to on --port, or, when a Browser Operator server
     /// already listens there, forwards every call to it.
     Mcp(ServeArgs),
+    /// Make a connected browser stop: it drops its token and stays disconnected until its
+    /// user connects again (close 4001, `event: disconnect` or 401, by transport).
+    Disconnect(DisconnectArgs),
 }
 
 #[derive(Debug, Args)]
@@ -59,6 +62,22 @@ pub enum TokenAction {
         #[arg(long, default_value_t = DEFAULT_PORT)]
         port: u16,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct DisconnectArgs {
+    /// Which browser, when several are connected.
+    #[arg(long)]
+    pub target: Option<String>,
+    /// Port of the server on 127.0.0.1.
+    #[arg(long, default_value_t = DEFAULT_PORT)]
+    pub port: u16,
+    /// The server's URL (instead of --port), e.g. http://127.0.0.1:8787.
+    #[arg(long)]
+    pub url: Option<String>,
+    /// Token instead of $BROWSER_OPERATOR_TOKEN or the token file.
+    #[arg(long)]
+    pub token: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -130,6 +149,46 @@ pub fn main() -> ExitCode {
             action: Some(action),
         }) => manage_tokens(action),
         Command::Mcp(args) => mcp(args),
+        Command::Disconnect(args) => disconnect(args),
+    }
+}
+
+fn disconnect(args: DisconnectArgs) -> ExitCode {
+    let token = match token::resolve(args.token.as_deref()) {
+        Ok(t) => t,
+        Err(e) => return fail(2, e),
+    };
+    let url = format!(
+        "{}/disconnect",
+        call::base_url(args.url.as_deref(), args.port)
+    );
+    let body = match &args.target {
+        Some(t) => serde_json::json!({ "target": t }),
+        None => serde_json::json!({}),
+    };
+    let answer = ureq::post(&url)
+        .config()
+        .http_status_as_error(false)
+        .build()
+        .header("Authorization", format!("Bearer {}", token.value))
+        .send_json(&body);
+    match answer {
+        Ok(mut r) => {
+            let status = r.status().as_u16();
+            let text = r.body_mut().read_to_string().unwrap_or_default();
+            let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+            if status == 200 {
+                let targets: Vec<&str> = v["targets"]
+                    .as_array()
+                    .map(|t| t.iter().filter_map(serde_json::Value::as_str).collect())
+                    .unwrap_or_default();
+                println!("Disconnected browser '{}'.", targets.join("', '"));
+                ExitCode::SUCCESS
+            } else {
+                fail(1, v["error"].as_str().unwrap_or(&text))
+            }
+        }
+        Err(e) => fail(2, format!("cannot reach {url}: {e}")),
     }
 }
 

@@ -8,12 +8,15 @@ pub mod api;
 pub mod call;
 pub mod cli;
 pub mod guard;
+pub mod http;
 pub mod mcp;
+pub mod pair;
 pub mod relay;
 pub mod token;
 pub mod tokens;
 pub mod ws;
 
+use axum::extract::DefaultBodyLimit;
 use axum::middleware;
 use axum::routing::{get, post};
 use axum::serve::ListenerExt;
@@ -86,6 +89,8 @@ pub(crate) struct AppState {
     pub(crate) shutdown: watch::Receiver<bool>,
     pub(crate) live: LiveSessions,
     pub(crate) tokens: tokens::TokenStore,
+    pub(crate) http: Arc<http::HttpState>,
+    pub(crate) pairing: Arc<pair::PairTokens>,
 }
 
 /// Counts the WebSocket sessions still running, so shutdown can wait for them: axum's
@@ -166,6 +171,8 @@ impl RunningServer {
             shutdown: stop_rx.clone(),
             live: live.clone(),
             tokens: config.tokens,
+            http: Arc::default(),
+            pairing: Arc::default(),
         };
         let mcp_stop = tokio_util::sync::CancellationToken::new();
         let router = router(app, addr.ip().is_loopback(), mcp_stop.clone());
@@ -233,10 +240,23 @@ fn router(app: AppState, loopback: bool, mcp_stop: tokio_util::sync::Cancellatio
         .route("/commands", post(api::command))
         .route("/status", get(api::status))
         .route("/disconnect", post(api::disconnect))
+        .route("/browser/events", get(http::events_default))
+        .route(
+            "/browser/result",
+            post(http::result).layer(DefaultBodyLimit::max(http::MAX_RESULT_SIZE)),
+        )
+        .route("/browser/{target}/events", get(http::events_target))
+        .route(
+            "/browser/{target}/result",
+            post(http::result_target).layer(DefaultBodyLimit::max(http::MAX_RESULT_SIZE)),
+        )
         .merge(mcp)
         .route_layer(middleware::from_fn(guard::reject_web_origin));
     Router::new()
         .route("/", get(api::index))
+        .route("/pair", get(pair::page))
+        .route("/pair/offer", post(pair::offer))
+        .route("/pair/status", post(pair::status))
         .merge(guarded)
         .layer(middleware::from_fn_with_state(
             loopback,

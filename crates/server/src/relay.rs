@@ -4,7 +4,7 @@
 
 use protocol::{CommandResult, ServerFrame};
 use serde_json::{Map, Value};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -145,6 +145,9 @@ pub enum Disconnect {
 struct State {
     browsers: HashMap<String, Browser>,
     pending: HashMap<String, oneshot::Sender<CommandResult>>,
+    /// Connections removed by [`Relay::disconnect`]: their transport tells the browser to stop
+    /// (close 4001, `event: disconnect`, 401) instead of just ending.
+    kicked: HashSet<ConnectionId>,
     closed: bool,
 }
 
@@ -157,6 +160,7 @@ pub struct Relay {
     next_command: AtomicU64,
     next_connection: AtomicU64,
     ws_connections: AtomicU64,
+    http_requests: AtomicU64,
     auth_failures: AtomicU64,
     max_pending: usize,
 }
@@ -236,6 +240,7 @@ impl Relay {
             next_command: AtomicU64::new(1),
             next_connection: AtomicU64::new(1),
             ws_connections: AtomicU64::new(0),
+            http_requests: AtomicU64::new(0),
             auth_failures: AtomicU64::new(0),
             max_pending,
         }
@@ -250,6 +255,40 @@ impl Relay {
     pub fn connection_opened(&self) -> ConnectionId {
         self.ws_connections.fetch_add(1, Ordering::Relaxed);
         self.next_connection.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Counts a command-stream or poll request (SSE + HTTP, polling) and returns a new
+    /// connection id for it.
+    pub fn http_request(&self) -> ConnectionId {
+        self.http_requests.fetch_add(1, Ordering::Relaxed);
+        self.next_connection.fetch_add(1, Ordering::Relaxed)
+    }
+
+    pub fn http_requests(&self) -> u64 {
+        self.http_requests.load(Ordering::Relaxed)
+    }
+
+    /// The connection holding `target`, if any.
+    pub fn connection_of(&self, target: &str) -> Option<ConnectionId> {
+        self.lock().browsers.get(target).map(|b| b.connection)
+    }
+
+    /// Removes `target`'s browser if `connection` still holds it, without telling the browser
+    /// to stop (an HTTP connection replaced by the same browser's new one).
+    pub fn evict(&self, target: &str, connection: ConnectionId) {
+        let mut state = self.lock();
+        if state
+            .browsers
+            .get(target)
+            .is_some_and(|b| b.connection == connection)
+        {
+            state.browsers.remove(target);
+        }
+    }
+
+    /// Whether `connection` was removed by [`Relay::disconnect`] (asked once).
+    pub fn take_kicked(&self, connection: ConnectionId) -> bool {
+        self.lock().kicked.remove(&connection)
     }
 
     pub fn auth_failed(&self) {
@@ -334,9 +373,10 @@ impl Relay {
 
     /// Disconnects the browsers `which` selects, telling each `reason`: they leave the registry
     /// at once (no command is routed to them any more) and their transport closes the
-    /// connection. Returns how many were connected. Commands already sent keep waiting for
-    /// their result until their timeout, as with any disconnect.
-    pub fn disconnect(&self, which: &Disconnect, reason: &str) -> usize {
+    /// connection, telling the extension to stop (close 4001, `event: disconnect` or 401 by
+    /// transport). Returns the targets that were connected. Commands already sent keep waiting
+    /// for their result until their timeout, as with any disconnect.
+    pub fn disconnect(&self, which: &Disconnect, reason: &str) -> Vec<String> {
         let mut state = self.lock();
         let chosen: Vec<String> = state
             .browsers
@@ -349,6 +389,7 @@ impl Relay {
             .collect();
         for target in &chosen {
             if let Some(browser) = state.browsers.remove(target) {
+                state.kicked.insert(browser.connection);
                 browser.kick.send_replace(Some(reason.to_string()));
                 crate::log(format_args!(
                     "disconnecting target '{target}' (connection {}): {reason}",
@@ -356,7 +397,7 @@ impl Relay {
                 ));
             }
         }
-        chosen.len()
+        chosen
     }
 
     /// Sends a command to the browser of `target` (or the only browser) and waits up to
@@ -600,15 +641,22 @@ mod tests {
         let mut b = relay.register_as("b", 2, tx, None).unwrap();
         let (_c, _rx_c) = browser(&relay, "c");
         assert_eq!(
-            relay.disconnect(&Disconnect::TokenId("tok_2".into()), "x"),
+            relay
+                .disconnect(&Disconnect::TokenId("tok_2".into()), "x")
+                .len(),
             0
         );
         assert_eq!(
-            relay.disconnect(&Disconnect::TokenId("tok_1".into()), "token revoked"),
+            relay
+                .disconnect(&Disconnect::TokenId("tok_1".into()), "token revoked")
+                .len(),
             1
         );
         assert_eq!(a.disconnected().await, "token revoked");
-        assert_eq!(relay.disconnect(&Disconnect::Target("b".into()), "bye"), 1);
+        assert_eq!(
+            relay.disconnect(&Disconnect::Target("b".into()), "bye"),
+            ["b"]
+        );
         assert_eq!(b.disconnected().await, "bye");
         let left: Vec<_> = relay.browsers().into_iter().map(|b| b.target).collect();
         assert_eq!(left, ["c"]);

@@ -117,6 +117,7 @@ async fn session(app: AppState, peer: SocketAddr, mut socket: WebSocket) {
             // First: a disconnect also closes `outgoing`, and must win over "unregistered".
             biased;
             reason = registration.disconnected() => {
+                app.relay.take_kicked(connection);
                 // Say why in a frame too: the close reason is limited to 123 bytes.
                 send_frame(&mut socket, &ServerFrame::Error { message: format!("Disconnected by the server: {reason}") }).await;
                 close(&mut socket, CLOSE_UNAUTHORIZED, &reason).await;
@@ -148,7 +149,13 @@ async fn session(app: AppState, peer: SocketAddr, mut socket: WebSocket) {
                         break "send failed";
                     }
                 }
-                None => break "unregistered",
+                None => {
+                    if app.relay.take_kicked(connection) {
+                        close(&mut socket, CLOSE_UNAUTHORIZED, "disconnected by the server").await;
+                        break "disconnected by the server";
+                    }
+                    break "unregistered";
+                }
             },
             _ = stopped(&mut shutdown) => {
                 close(&mut socket, CLOSE_GOING_AWAY, "server shutting down").await;
@@ -183,7 +190,10 @@ async fn authenticate(app: &AppState, socket: &mut WebSocket) -> Auth {
                 .map(|t| t.trim().to_string())
                 .filter(|t| !t.is_empty());
             // The main token may connect as any target; a per-target token only as its own.
-            let (target, token_id) = if constant_time_eq(token.as_bytes(), app.token.as_bytes()) {
+            // A token handed out by the /pair page connects as the target of its offer.
+            let (target, token_id) = if constant_time_eq(token.as_bytes(), app.token.as_bytes())
+                || app.pairing.accepts_token(&token)
+            {
                 (asked.unwrap_or_else(|| DEFAULT_TARGET.to_string()), None)
             } else if let Some(issued) = app.tokens.find(&token) {
                 if asked.as_ref().is_some_and(|t| *t != issued.target) {

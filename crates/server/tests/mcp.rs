@@ -555,7 +555,7 @@ async fn per_target_tokens_connect_only_as_their_target_and_revoking_disconnects
     assert_eq!(code, 200, "{reply}");
     assert_eq!(
         serde_json::from_str::<Value>(&reply).unwrap(),
-        json!({"disconnected": 1})
+        json!({"disconnected": 1, "targets": ["work"]})
     );
     let (code, frames) = close_code(&mut browser).await;
     assert_eq!(code, Some(4001));

@@ -6,16 +6,20 @@ use serde::Deserialize;
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Brand {
+    pub product_name: String,
     pub group_title: String,
     pub group_color: String,
+    pub badge_color: String,
 }
 
 const BRAND_JSON: &str = include_str!("../../../brand.json");
 
 pub fn brand() -> Brand {
     serde_json::from_str(BRAND_JSON).unwrap_or_else(|_| Brand {
+        product_name: "Browser Operator".into(),
         group_title: "Browser Operator".into(),
         group_color: "blue".into(),
+        badge_color: "#1a73e8".into(),
     })
 }
 

@@ -1,5 +1,7 @@
-//! Requests from the extension's own pages (Options): read the state, save a config and
-//! connect, connect, disconnect. Pages hold no state; every decision is made here.
+//! Requests from the extension's own pages (Options, popup): read the state, save a config and
+//! connect, connect, disconnect, and the parked pairing offer (show, accept, dismiss). Pages
+//! hold no state; every decision is made here. Content scripts have their own narrow path:
+//! only `pairOffer`.
 
 use crate::js::{from_js, to_js};
 use crate::session::{self, Status};
@@ -15,6 +17,20 @@ enum Request {
     SaveConfig { config: Value },
     Connect,
     Disconnect,
+    GetOffer,
+    AcceptOffer,
+    DismissOffer,
+}
+
+/// The parked offer as the popup shows it: never the token.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct OfferView {
+    brand_name: Option<String>,
+    origin: String,
+    server_url: String,
+    transport: &'static str,
+    target: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -23,6 +39,8 @@ struct State {
     config: Option<ConnectionConfig>,
     status: Status,
     version: String,
+    product_name: String,
+    group_title: String,
 }
 
 #[derive(Serialize)]
@@ -64,9 +82,40 @@ fn from_own_page(sender: &JsValue) -> bool {
         && get("url").is_some_and(|u| u.starts_with(&own_origin))
 }
 
+/// The origin Chrome reports for a content script's page, when the message comes from this
+/// extension's content script in a tab.
+fn content_script_origin(sender: &JsValue) -> Option<String> {
+    let get = |k: &str| js_sys::Reflect::get(sender, &JsValue::from_str(k)).ok();
+    let own = get("id")?.as_string()? == crate::chrome::runtime::id();
+    let in_tab = get("tab").is_some_and(|t| t.is_object());
+    let top = get("frameId").and_then(|f| f.as_f64()) == Some(0.0);
+    (own && in_tab && top).then(|| get("origin")?.as_string())?
+}
+
+async fn handle_content_script(message: JsValue, origin: String) -> JsValue {
+    let message: Value = match from_js(message) {
+        Ok(m) => m,
+        Err(_) => return JsValue::UNDEFINED,
+    };
+    if message.get("type").and_then(Value::as_str) != Some("pairOffer") {
+        return JsValue::UNDEFINED;
+    }
+    let ok = match crate::pairing::offer(&message, &origin).await {
+        Ok(()) => true,
+        Err(e) => {
+            crate::js::log(&format!("ignored a pairing offer from {origin}: {e}"));
+            false
+        }
+    };
+    to_js(&serde_json::json!({ "ok": ok })).unwrap_or(JsValue::NULL)
+}
+
 pub async fn handle(message: JsValue, sender: JsValue) -> JsValue {
     if !from_own_page(&sender) {
-        return JsValue::UNDEFINED;
+        return match content_script_origin(&sender) {
+            Some(origin) => handle_content_script(message, origin).await,
+            None => JsValue::UNDEFINED,
+        };
     }
     let request: Request = match from_js(message) {
         Ok(r) => r,
@@ -83,6 +132,8 @@ pub async fn handle(message: JsValue, sender: JsValue) -> JsValue {
                 config: session::saved_config().await,
                 status: session::status().await,
                 version: crate::chrome::runtime::version(),
+                product_name: crate::brand::brand().product_name,
+                group_title: crate::brand::brand().group_title,
             };
             to_js(&state).unwrap_or(JsValue::NULL)
         }
@@ -117,6 +168,21 @@ pub async fn handle(message: JsValue, sender: JsValue) -> JsValue {
         }
         Request::Disconnect => {
             session::set_wanted(false).await;
+            reply(Ok(()))
+        }
+        Request::GetOffer => {
+            let view = crate::pairing::parked().await.map(|p| OfferView {
+                brand_name: p.offer.brand.name,
+                origin: p.origin,
+                server_url: p.offer.config.server_url,
+                transport: p.offer.config.transport.as_str(),
+                target: p.offer.config.target,
+            });
+            to_js(&serde_json::json!({ "offer": view })).unwrap_or(JsValue::NULL)
+        }
+        Request::AcceptOffer => reply(crate::pairing::accept().await),
+        Request::DismissOffer => {
+            crate::pairing::dismiss().await;
             reply(Ok(()))
         }
     }

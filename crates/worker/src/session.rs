@@ -8,8 +8,8 @@ use crate::chrome::{alarms, runtime};
 use crate::js::{log, now_ms, sleep_ms, with_timeout};
 use crate::tools;
 use crate::transport::{self, Ended};
-use futures_channel::mpsc;
-use protocol::{Command, ConfigError, ConnectionConfig, ExtensionFrame, Outcome, Transport};
+use futures_channel::{mpsc, oneshot};
+use protocol::{Command, CommandResult, ConfigError, ConnectionConfig, Outcome, Transport};
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
@@ -18,12 +18,19 @@ use wasm_bindgen_futures::spawn_local;
 const CONFIG_KEY: &str = "config";
 const WANT_KEY: &str = "wantConnected";
 const STATUS_KEY: &str = "status";
+/// Ids executed or running, and undelivered results: survives a worker restart.
+const DELIVERY_KEY: &str = "delivery";
 pub const ALARM: &str = "keepalive";
 /// Chrome stops an idle worker after 30 s; an extension API call resets that timer.
 const KEEPALIVE_MS: u32 = 20_000;
 const COMMAND_TIMEOUT_MS: u32 = 120_000;
-const OUTBOX_MAX: usize = 256;
+/// The outbox holds at most this many results and bytes (chrome.storage.session has 10 MB);
+/// past that the oldest result is dropped.
+const OUTBOX_MAX: usize = 128;
+const OUTBOX_BYTES: usize = 6 << 20;
 const SEEN_MAX: usize = 512;
+/// A finished command's result is kept for a redelivered id when smaller than this.
+const KEEP_RESULT_BYTES: usize = 64 << 10;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -42,19 +49,41 @@ pub struct Status {
     pub since: f64,
 }
 
+/// What the session knows of a command id.
+enum Seen {
+    Running,
+    /// Finished; the result when small enough to answer a redelivery with it.
+    Done(Option<CommandResult>),
+}
+
+/// What survives a worker restart (chrome.storage.session).
+#[derive(Default, Serialize, Deserialize)]
+struct Delivery {
+    done: Vec<String>,
+    running: Vec<String>,
+    outbox: Vec<CommandResult>,
+}
+
 #[derive(Default)]
 struct Session {
     /// Bumped to retire the running loop (new config, Disconnect).
     generation: u64,
     running: bool,
-    /// The live, authenticated connection's outgoing frames.
-    sender: Option<mpsc::UnboundedSender<String>>,
+    /// The live, authenticated connection's outgoing results.
+    sender: Option<mpsc::UnboundedSender<CommandResult>>,
     /// Results produced while no connection was up, delivered on the next one.
-    outbox: VecDeque<String>,
-    /// Commands seen by id: `None` while running, then the result frame (answered again if
-    /// the backend redelivers the id, never run twice).
-    seen: HashMap<String, Option<String>>,
+    outbox: VecDeque<(CommandResult, usize)>,
+    seen: HashMap<String, Seen>,
     seen_order: VecDeque<String>,
+    /// The stored delivery state was read (once per worker start).
+    restored: bool,
+    /// Per tab, the last queued command: commands for one tab run in order.
+    tab_tails: HashMap<i64, (u64, oneshot::Receiver<()>)>,
+    next_seq: u64,
+    /// The stored delivery state is behind; the writer is running; who waits for the write.
+    dirty: bool,
+    writing: bool,
+    write_waiters: Vec<oneshot::Sender<()>>,
 }
 
 thread_local! {
@@ -63,6 +92,116 @@ thread_local! {
 
 fn with<R>(f: impl FnOnce(&mut Session) -> R) -> R {
     SESSION.with(|s| f(&mut s.borrow_mut()))
+}
+
+impl Session {
+    fn snapshot(&self) -> Delivery {
+        let mut d = Delivery::default();
+        for id in &self.seen_order {
+            match self.seen.get(id) {
+                Some(Seen::Running) => d.running.push(id.clone()),
+                Some(Seen::Done(_)) => d.done.push(id.clone()),
+                None => {}
+            }
+        }
+        d.outbox = self.outbox.iter().map(|(r, _)| r.clone()).collect();
+        d
+    }
+
+    fn remember(&mut self, id: &str, seen: Seen) {
+        if self.seen.insert(id.to_string(), seen).is_none() {
+            self.seen_order.push_back(id.to_string());
+        }
+        while self.seen_order.len() > SEEN_MAX {
+            if let Some(old) = self.seen_order.pop_front() {
+                self.seen.remove(&old);
+            }
+        }
+    }
+
+    fn queue(&mut self, result: CommandResult) {
+        let size = serde_json::to_string(&result).map(|s| s.len()).unwrap_or(0);
+        self.outbox.push_back((result, size));
+        let mut bytes: usize = self.outbox.iter().map(|(_, n)| n).sum();
+        while self.outbox.len() > OUTBOX_MAX || (bytes > OUTBOX_BYTES && self.outbox.len() > 1) {
+            if let Some((dropped, n)) = self.outbox.pop_front() {
+                bytes -= n;
+                log(&format!(
+                    "outbox full: dropped the undelivered result of {}",
+                    dropped.command_id
+                ));
+            }
+        }
+    }
+}
+
+/// Writes the delivery state to chrome.storage.session; resolves once a write that includes
+/// the state as of this call has landed. One writer at a time, so writes never reorder.
+fn persist() -> oneshot::Receiver<()> {
+    let (tx, rx) = oneshot::channel();
+    let start = with(|s| {
+        s.dirty = true;
+        s.write_waiters.push(tx);
+        !std::mem::replace(&mut s.writing, true)
+    });
+    if start {
+        spawn_local(async {
+            loop {
+                let (snapshot, waiters) = with(|s| {
+                    s.dirty = false;
+                    (s.snapshot(), std::mem::take(&mut s.write_waiters))
+                });
+                if let Err(e) = storage::set(Area::Session, DELIVERY_KEY, &snapshot).await {
+                    log(&format!("cannot store the delivery state: {e}"));
+                }
+                for w in waiters {
+                    let _ = w.send(());
+                }
+                if !with(|s| {
+                    s.writing = s.dirty;
+                    s.dirty
+                }) {
+                    break;
+                }
+            }
+        });
+    }
+    rx
+}
+
+/// Reads what the previous worker left: ids already executed (never run again), undelivered
+/// results, and commands that were running when it stopped (answered with an error).
+async fn restore() {
+    if with(|s| std::mem::replace(&mut s.restored, true)) {
+        return;
+    }
+    let stored: Delivery = storage::get(Area::Session, DELIVERY_KEY)
+        .await
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    let interrupted = stored.running.len();
+    with(|s| {
+        for id in stored.done {
+            s.remember(&id, Seen::Done(None));
+        }
+        for r in stored.outbox {
+            s.queue(r);
+        }
+        for id in stored.running {
+            let r = CommandResult {
+                command_id: id.clone(),
+                outcome: Outcome::Error {
+                    error: "The extension's service worker was stopped while this command ran; it may have partly happened and was not run again. Check the page state before retrying.".into(),
+                },
+            };
+            s.remember(&id, Seen::Done(Some(r.clone())));
+            s.queue(r);
+        }
+    });
+    if interrupted > 0 {
+        let _ = persist().await;
+    }
 }
 
 pub async fn set_status(state: State, message: impl Into<String>) {
@@ -99,36 +238,37 @@ async fn wanted_config() -> Option<ConnectionConfig> {
     (want && config.validate().is_ok()).then_some(config)
 }
 
-/// Called at every worker start and alarm: start the loop unless one runs. Synchronous, so two
-/// wake-ups at once (start and alarm) can never start two loops.
-pub fn resume() {
-    if !with(|s| s.running) {
-        start_loop();
-    }
-}
-
-/// The status when no connection is wanted (a rejected token's error stays visible).
-async fn show_idle_status() {
-    if status().await.state == State::Error {
+/// Called at every worker start and alarm: start the loop if the user wants a connection and
+/// none is running. Never starts a second loop.
+pub async fn resume() {
+    // Claimed before any await: the worker's boot and an alarm often call this together.
+    let claimed = with(|s| (!std::mem::replace(&mut s.running, true)).then_some(s.generation));
+    let Some(gen) = claimed else {
         return;
-    }
-    let msg = if saved_config().await.is_some() {
-        "Disconnected. Click Save & connect to connect."
-    } else {
-        "Not configured: enter the server URL and token, then Save & connect."
     };
-    set_status(State::Disconnected, msg).await;
+    let wanted = wanted_config().await;
+    if with(|s| s.generation != gen) {
+        return; // a Save or Disconnect decided meanwhile
+    }
+    match wanted {
+        Some(_) => spawn_loop(gen),
+        None => {
+            with(|s| s.running = false);
+            if status().await.state != State::Error {
+                let msg = if saved_config().await.is_some() {
+                    "Disconnected. Click Save & connect to connect."
+                } else {
+                    "Not configured: enter the server URL and token, then Save & connect."
+                };
+                set_status(State::Disconnected, msg).await;
+            }
+        }
+    }
 }
 
 /// Validates and stores the config, then (re)connects with it.
 pub async fn save_and_connect(config: ConnectionConfig) -> Result<(), ConfigError> {
     let config = config.normalized()?;
-    if config.transport != Transport::WebSocket {
-        return Err(ConfigError {
-            field: "transport",
-            message: "This build connects over WebSocket only.".into(),
-        });
-    }
     let stored = async {
         storage::set(Area::Local, CONFIG_KEY, &config).await?;
         storage::set(Area::Local, WANT_KEY, &true).await
@@ -173,6 +313,10 @@ fn start_loop() {
         s.running = true;
         s.generation
     });
+    spawn_loop(gen);
+}
+
+fn spawn_loop(gen: u64) {
     spawn_local(run(gen));
     spawn_local(keep_alive(gen));
 }
@@ -189,14 +333,10 @@ fn backoff_ms(attempt: u32) -> u32 {
 }
 
 async fn run(gen: u64) {
-    if wanted_config().await.is_none() {
-        with(|s| s.running = false);
-        show_idle_status().await;
-        return;
-    }
     if let Err(e) = alarms::create_periodic(ALARM, 0.5).await {
         log(&format!("cannot create the keep-alive alarm: {e}"));
     }
+    restore().await;
     let mut attempt = 0u32;
     while is_current(gen) {
         let Some(config) = wanted_config().await else {
@@ -210,12 +350,19 @@ async fn run(gen: u64) {
         .await;
         let (tx, rx) = mpsc::unbounded();
         let pending_tx = RefCell::new(Some(tx));
-        let ended = transport::websocket::run(&config, rx, || {
+        let on_auth = || {
             if let Some(tx) = pending_tx.borrow_mut().take() {
                 on_authenticated(gen, tx);
             }
-        })
-        .await;
+        };
+        let ended = match config.transport {
+            Transport::WebSocket => transport::websocket::run(&config, rx, on_auth).await,
+            Transport::SseHttp => transport::sse_http::run(&config, rx, on_auth).await,
+            Transport::HttpPoll => transport::http_poll::run(&config, true, rx, on_auth).await,
+            Transport::HttpShortPoll => {
+                transport::http_poll::run(&config, false, rx, on_auth).await
+            }
+        };
         drop(pending_tx);
         with(|s| {
             if s.generation == gen {
@@ -228,7 +375,30 @@ async fn run(gen: u64) {
         match ended {
             Ended::Stopped => return,
             Ended::Unauthorized(reason) => {
-                token_rejected(&config, &reason).await;
+                let why = if reason.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({reason})")
+                };
+                stop_for_good(
+                    &config,
+                    format!("The server rejected the token{why}. It was cleared: paste a new token and click Save & connect."),
+                )
+                .await;
+                with(|s| s.running = false);
+                return;
+            }
+            Ended::Disconnected(reason) => {
+                let why = if reason.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({reason})")
+                };
+                stop_for_good(
+                    &config,
+                    format!("The server disconnected this browser{why}. Its token was cleared: paste a new token and click Save & connect."),
+                )
+                .await;
                 with(|s| s.running = false);
                 return;
             }
@@ -249,43 +419,43 @@ async fn run(gen: u64) {
     }
 }
 
-fn on_authenticated(gen: u64, tx: mpsc::UnboundedSender<String>) {
+fn on_authenticated(gen: u64, tx: mpsc::UnboundedSender<CommandResult>) {
     let waiting = with(|s| {
         if s.generation != gen {
             return Vec::new();
         }
         s.sender = Some(tx.clone());
-        s.outbox.drain(..).collect::<Vec<_>>()
+        s.outbox.drain(..).map(|(r, _)| r).collect::<Vec<_>>()
     });
-    for frame in waiting {
-        let _ = tx.unbounded_send(frame);
+    let flushed = !waiting.is_empty();
+    for result in waiting {
+        let _ = tx.unbounded_send(result);
+    }
+    if flushed {
+        drop(persist());
     }
     spawn_local(async {
-        let url = saved_config()
+        let (url, transport) = saved_config()
             .await
-            .map(|c| c.server_url)
+            .map(|c| (c.server_url, c.transport.as_str()))
             .unwrap_or_default();
-        set_status(State::Connected, format!("Connected to {url}")).await;
+        set_status(
+            State::Connected,
+            format!("Connected to {url} ({transport})"),
+        )
+        .await;
     });
 }
 
-/// Close 4001: the token is wrong or revoked. Clear it and stop until the user gives a new one.
-async fn token_rejected(config: &ConnectionConfig, reason: &str) {
+/// A rejected token (401, close 4001) or the server's disconnect: clear the token and stop
+/// until the user gives a new one.
+async fn stop_for_good(config: &ConnectionConfig, message: String) {
     let mut cleared = config.clone();
     cleared.token.clear();
     let _ = storage::set(Area::Local, CONFIG_KEY, &cleared).await;
     let _ = storage::set(Area::Local, WANT_KEY, &false).await;
     let _ = alarms::clear(ALARM).await;
-    let why = if reason.is_empty() {
-        String::new()
-    } else {
-        format!(" ({reason})")
-    };
-    set_status(
-        State::Error,
-        format!("The server rejected the token{why}. It was cleared: paste a new token and click Save & connect."),
-    )
-    .await;
+    set_status(State::Error, message).await;
 }
 
 /// An `error` frame from the backend: shown in the status, the connection stays.
@@ -306,40 +476,84 @@ async fn keep_alive(gen: u64) {
     }
 }
 
-/// A command from any transport: executed once per id, answered through the live connection
-/// or the outbox.
+/// A command from any transport: executed once per id (across worker restarts), in order per
+/// tab and concurrently across tabs, answered through the live connection or the outbox.
 pub fn receive(cmd: Command) {
-    let earlier = with(|s| match s.seen.get(&cmd.id) {
-        Some(done) => Some(done.clone()),
+    enum Next {
+        Run,
+        Wait,
+        Answer(CommandResult),
+    }
+    let next = with(|s| {
+        match s.seen.get(&cmd.id) {
         None => {
-            s.seen.insert(cmd.id.clone(), None);
-            s.seen_order.push_back(cmd.id.clone());
-            while s.seen_order.len() > SEEN_MAX {
-                if let Some(old) = s.seen_order.pop_front() {
-                    s.seen.remove(&old);
-                }
-            }
-            None
+            s.remember(&cmd.id, Seen::Running);
+            Next::Run
         }
-    });
-    match earlier {
-        Some(Some(frame)) => deliver(frame),
-        Some(None) => {} // still running: its result will come
-        None => spawn_local(async move {
-            let outcome = execute(&cmd.tool, cmd.args).await;
-            let frame = ExtensionFrame::Result {
-                command_id: cmd.id.clone(),
-                outcome,
-            };
-            let frame = serde_json::to_string(&frame).unwrap_or_default();
-            with(|s| {
-                if let Some(slot) = s.seen.get_mut(&cmd.id) {
-                    *slot = Some(frame.clone());
-                }
-            });
-            deliver(frame);
+        Some(Seen::Running) => Next::Wait, // its result will come
+        Some(Seen::Done(Some(r))) => Next::Answer(r.clone()),
+        Some(Seen::Done(None)) => Next::Answer(CommandResult {
+            command_id: cmd.id.clone(),
+            outcome: Outcome::Error {
+                error: "This command id was already executed by this browser (its result was sent then); it is not run twice.".into(),
+            },
         }),
     }
+    });
+    match next {
+        Next::Wait => {}
+        Next::Answer(r) => deliver(r),
+        Next::Run => spawn_local(run_command(cmd)),
+    }
+}
+
+async fn run_command(cmd: Command) {
+    // The id is stored as running before the tool starts, so a restarted worker never runs it
+    // again.
+    let _ = persist().await;
+    let tab = cmd.args.get("tabId").and_then(serde_json::Value::as_i64);
+    let turn = tab.map(|tab| {
+        let (done, rx) = oneshot::channel();
+        let (seq, previous) = with(|s| {
+            s.next_seq += 1;
+            let seq = s.next_seq;
+            (seq, s.tab_tails.insert(tab, (seq, rx)).map(|(_, rx)| rx))
+        });
+        (tab, seq, done, previous)
+    });
+    let turn = match turn {
+        Some((tab, seq, done, previous)) => {
+            if let Some(previous) = previous {
+                let _ = previous.await;
+            }
+            Some((tab, seq, done))
+        }
+        None => None,
+    };
+    let outcome = execute(&cmd.tool, cmd.args).await;
+    if let Some((tab, seq, done)) = turn {
+        let _ = done.send(());
+        with(|s| {
+            if s.tab_tails.get(&tab).is_some_and(|(q, _)| *q == seq) {
+                s.tab_tails.remove(&tab);
+            }
+        });
+    }
+    let result = CommandResult {
+        command_id: cmd.id.clone(),
+        outcome,
+    };
+    let small = serde_json::to_string(&result)
+        .map(|t| t.len() < KEEP_RESULT_BYTES)
+        .unwrap_or(false);
+    with(|s| {
+        if s.seen.contains_key(&cmd.id) {
+            s.seen
+                .insert(cmd.id.clone(), Seen::Done(small.then(|| result.clone())));
+        }
+    });
+    deliver(result);
+    drop(persist());
 }
 
 /// Runs a tool through the one dispatch path, bounded in time.
@@ -351,18 +565,22 @@ pub async fn execute(tool: &str, args: serde_json::Map<String, serde_json::Value
     }
 }
 
-fn deliver(frame: String) {
-    with(|s| {
+fn deliver(result: CommandResult) {
+    let queued = with(|s| {
         let unsent = match &s.sender {
-            Some(tx) => tx.unbounded_send(frame).err().map(|e| e.into_inner()),
-            None => Some(frame),
+            Some(tx) => tx.unbounded_send(result).err().map(|e| e.into_inner()),
+            None => Some(result),
         };
-        if let Some(frame) = unsent {
-            if s.outbox.len() >= OUTBOX_MAX {
-                s.outbox.pop_front();
-                log("outbox full: dropped the oldest undelivered result");
-            }
-            s.outbox.push_back(frame);
-        }
+        unsent.map(|r| s.queue(r)).is_some()
     });
+    if queued {
+        drop(persist());
+    }
+}
+
+/// A result the transport could not deliver (a POST that kept failing): back to the outbox,
+/// sent on the next connection.
+pub fn undelivered(result: CommandResult) {
+    with(|s| s.queue(result));
+    drop(persist());
 }

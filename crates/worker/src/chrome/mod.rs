@@ -1,6 +1,7 @@
 //! Typed bindings to the chrome.* APIs the worker uses: one file per API, nothing else in them.
 //! Every call returns `Result<_, String>` with Chrome's own message on failure.
 
+pub mod action;
 pub mod alarms;
 pub mod debugger;
 pub mod runtime;

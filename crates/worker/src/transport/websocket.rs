@@ -7,15 +7,17 @@ use futures_channel::mpsc;
 use futures_util::future::{select, Either};
 use futures_util::{SinkExt, StreamExt};
 use gloo_net::websocket::{futures::WebSocket, Message, WebSocketError};
-use protocol::{Command, ConnectionConfig, ExtensionFrame, ServerFrame, CLOSE_UNAUTHORIZED};
+use protocol::{
+    Command, CommandResult, ConnectionConfig, ExtensionFrame, ServerFrame, CLOSE_UNAUTHORIZED,
+};
 
 const OPEN_TIMEOUT_MS: u32 = 10_000;
 
-/// Runs one connection until it ends. Outgoing frames (already JSON) arrive on `outgoing`;
+/// Runs one connection until it ends. Results to send arrive on `outgoing`;
 /// when the session drops its sender, the socket is closed and `Stopped` returned.
 pub async fn run(
     config: &ConnectionConfig,
-    mut outgoing: mpsc::UnboundedReceiver<String>,
+    mut outgoing: mpsc::UnboundedReceiver<CommandResult>,
     mut on_auth: impl FnMut(),
 ) -> Ended {
     let url = &config.server_url;
@@ -61,7 +63,12 @@ pub async fn run(
             Either::Right((out, _)) => Either::Right(out),
         };
         match event {
-            Either::Right(Some(frame)) => {
+            Either::Right(Some(result)) => {
+                let frame = ExtensionFrame::Result {
+                    command_id: result.command_id,
+                    outcome: result.outcome,
+                };
+                let frame = serde_json::to_string(&frame).unwrap_or_default();
                 if let Err(e) = ws.send(Message::Text(frame)).await {
                     return Ended::Lost {
                         authenticated,
@@ -94,7 +101,9 @@ pub async fn run(
             },
             Either::Left(Some(Ok(Message::Bytes(_)))) => {}
             Either::Left(Some(Err(WebSocketError::ConnectionClose(ev)))) => {
-                return if ev.code == CLOSE_UNAUTHORIZED {
+                return if ev.code == CLOSE_UNAUTHORIZED && ev.reason.contains("disconnect") {
+                    Ended::Disconnected(ev.reason)
+                } else if ev.code == CLOSE_UNAUTHORIZED {
                     Ended::Unauthorized(ev.reason)
                 } else {
                     Ended::Lost {

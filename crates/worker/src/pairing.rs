@@ -1,0 +1,94 @@
+//! One-click pairing in the worker: offers relayed by the content script are validated again,
+//! rate-limited per origin, and only the latest is parked (chrome.storage.session) with a badge
+//! on the toolbar icon. Nothing is applied until the user clicks Accept in the popup.
+
+use crate::chrome::action;
+use crate::chrome::storage::{self, Area};
+use crate::js::{log, now_ms};
+use crate::session;
+use protocol::pairing::is_web_origin;
+use protocol::{ConfigError, PairOffer, ParkedOffer};
+use serde_json::Value;
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+const OFFER_KEY: &str = "pairOffer";
+/// At most this many offers per origin per minute are parked; more are dropped.
+const OFFERS_PER_MINUTE: usize = 10;
+
+thread_local! {
+    static RECENT: RefCell<HashMap<String, Vec<f64>>> = RefCell::new(HashMap::new());
+}
+
+/// Whether `origin` may park another offer now (and counts it).
+fn allowed(origin: &str) -> bool {
+    let now = now_ms();
+    RECENT.with(|r| {
+        let mut r = r.borrow_mut();
+        if r.len() > 256 {
+            r.clear();
+        }
+        let times = r.entry(origin.to_string()).or_default();
+        times.retain(|t| now - t < 60_000.0);
+        if times.len() >= OFFERS_PER_MINUTE {
+            return false;
+        }
+        times.push(now);
+        true
+    })
+}
+
+/// A `pair-offer` from the content script of a page whose origin Chrome reported as
+/// `sender_origin`. The relayed origin must agree with it.
+pub async fn offer(message: &Value, sender_origin: &str) -> Result<(), String> {
+    let relayed = message.get("origin").and_then(Value::as_str).unwrap_or("");
+    if !is_web_origin(sender_origin) || relayed != sender_origin {
+        return Err("the offer's origin does not match its page".into());
+    }
+    let offer = PairOffer::parse(message.get("offer").unwrap_or(&Value::Null))
+        .map_err(|e| e.to_string())?;
+    if !allowed(sender_origin) {
+        return Err(format!(
+            "too many offers from {sender_origin}; try again in a minute"
+        ));
+    }
+    let parked = ParkedOffer {
+        offer,
+        origin: sender_origin.to_string(),
+        received_at: now_ms(),
+    };
+    storage::set(Area::Session, OFFER_KEY, &parked).await?;
+    let brand = crate::brand::brand();
+    let _ = action::set_badge_color(&brand.badge_color).await;
+    let _ = action::set_badge_text("1").await;
+    Ok(())
+}
+
+/// The parked offer, if any.
+pub async fn parked() -> Option<ParkedOffer> {
+    storage::get(Area::Session, OFFER_KEY).await.ok().flatten()
+}
+
+async fn clear() {
+    if let Err(e) = storage::set(Area::Session, OFFER_KEY, &Value::Null).await {
+        log(&format!("cannot clear the offer: {e}"));
+    }
+    let _ = action::set_badge_text("").await;
+}
+
+/// The user's Accept: save the offer's config and connect with it.
+pub async fn accept() -> Result<(), ConfigError> {
+    let Some(parked) = parked().await else {
+        return Err(ConfigError {
+            field: "offer",
+            message: "There is no offer to accept any more.".into(),
+        });
+    };
+    clear().await;
+    session::save_and_connect(parked.offer.config).await
+}
+
+/// The user's Dismiss.
+pub async fn dismiss() {
+    clear().await;
+}

@@ -1,0 +1,128 @@
+//! The polling transports: `GET {commandPath}?wait=<s>` answered with `{"commands": [...]}`.
+//! Long polling asks the server to hold the request up to 25 s; short polling asks for an
+//! immediate answer and polls again after a pause. Results are POSTed as in SSE + HTTP; a 401
+//! means the token was revoked or the server disconnected this browser.
+
+use super::http::{post_result, request, Abort};
+use super::Ended;
+use crate::js::{sleep_ms, with_timeout};
+use crate::session;
+use futures_channel::mpsc;
+use futures_util::future::{select, Either};
+use futures_util::StreamExt;
+use protocol::config::{LONG_POLL_WAIT_S, SHORT_POLL_INTERVAL_MS};
+use protocol::{Command, CommandResult, ConnectionConfig};
+use serde::Deserialize;
+use std::future::Future;
+use wasm_bindgen_futures::spawn_local;
+
+#[derive(Deserialize)]
+struct Batch {
+    #[serde(default)]
+    commands: Vec<serde_json::Value>,
+}
+
+/// How one poll ended.
+enum Polled {
+    Commands(Vec<serde_json::Value>),
+    Ended(Ended),
+}
+
+pub async fn run(
+    config: &ConnectionConfig,
+    long: bool,
+    mut outgoing: mpsc::UnboundedReceiver<CommandResult>,
+    mut on_auth: impl FnMut(),
+) -> Ended {
+    let wait = if long { LONG_POLL_WAIT_S } else { 0 };
+    let base = config.command_url();
+    let sep = if base.contains('?') { '&' } else { '?' };
+    let url = format!("{base}{sep}wait={wait}");
+    let mut authenticated = false;
+    loop {
+        let abort = Abort::new();
+        let poll = poll_once(config, &url, wait, abort.as_ref(), authenticated);
+        let polled = match pump(poll, &mut outgoing, config).await {
+            Some(p) => p,
+            None => return Ended::Stopped,
+        };
+        drop(abort);
+        match polled {
+            Polled::Ended(e) => return e,
+            Polled::Commands(list) => {
+                if !authenticated {
+                    authenticated = true;
+                    on_auth();
+                }
+                for v in list {
+                    match serde_json::from_value::<Command>(v) {
+                        Ok(cmd) => session::receive(cmd),
+                        Err(e) => crate::js::log(&format!("ignored a malformed command: {e}")),
+                    }
+                }
+            }
+        }
+        if !long
+            && pump(sleep_ms(SHORT_POLL_INTERVAL_MS), &mut outgoing, config)
+                .await
+                .is_none()
+        {
+            return Ended::Stopped;
+        }
+    }
+}
+
+/// Runs `fut` while posting the results that arrive meanwhile; `None` when the session
+/// dropped the connection.
+async fn pump<T>(
+    fut: impl Future<Output = T>,
+    outgoing: &mut mpsc::UnboundedReceiver<CommandResult>,
+    config: &ConnectionConfig,
+) -> Option<T> {
+    let mut fut = Box::pin(fut);
+    loop {
+        match select(fut, outgoing.next()).await {
+            Either::Left((v, _)) => return Some(v),
+            Either::Right((Some(result), rest)) => {
+                spawn_local(post_result(config.clone(), result));
+                fut = rest;
+            }
+            Either::Right((None, _)) => return None,
+        }
+    }
+}
+
+async fn poll_once(
+    config: &ConnectionConfig,
+    url: &str,
+    wait: u32,
+    abort: Option<&Abort>,
+    authenticated: bool,
+) -> Polled {
+    let bound = (wait + 15) * 1000;
+    let sent = with_timeout(bound, "Polling for commands", async {
+        let r = request(config, url, "application/json", None, abort).await?;
+        let text = r.text().await?;
+        Ok::<_, String>((r.status, text))
+    })
+    .await;
+    let (status, text) = match sent {
+        Ok(Ok(v)) => v,
+        Ok(Err(detail)) => return Polled::Ended(super::lost(authenticated, detail)),
+        Err(e) => return Polled::Ended(super::lost(authenticated, e)),
+    };
+    match status {
+        200 => match serde_json::from_str::<Batch>(&text) {
+            Ok(b) => Polled::Commands(b.commands),
+            Err(e) => Polled::Ended(super::lost(
+                authenticated,
+                format!("{url} answered something that is not a command batch: {e}"),
+            )),
+        },
+        401 | 403 => Polled::Ended(Ended::Unauthorized(format!("HTTP {status}"))),
+        s => Polled::Ended(super::lost(
+            authenticated,
+            format!("{url} answered HTTP {s} {}", super::short(&text)),
+        )),
+    }
+}

@@ -1,0 +1,77 @@
+// Pairing relay (isolated world, top frame of http(s) pages). Answers presence pings and
+// relays pair-offers to the worker, which validates again and waits for the user's click.
+// Only this page's own window, same-origin messages with the __browserOperator marker count;
+// the origin relayed is the event's, never one the message claims.
+(() => {
+  const MARK = "__browserOperator";
+  const MAX_STRING = 4096;
+  const TRANSPORT_SCHEMES = {
+    websocket: ["ws:", "wss:"],
+    "sse-http": ["http:", "https:"],
+    "http-poll": ["http:", "https:"],
+    "http-short-poll": ["http:", "https:"],
+  };
+
+  // After the extension is reloaded or removed, this script is orphaned: go quiet.
+  const alive = () => {
+    try {
+      return Boolean(chrome.runtime && chrome.runtime.id);
+    } catch {
+      return false;
+    }
+  };
+
+  const isString = (v, max = MAX_STRING) => typeof v === "string" && v.length > 0 && v.length <= max;
+  const optional = (v) => v === undefined || v === null || (typeof v === "string" && v.length <= MAX_STRING);
+
+  function offerShape(data) {
+    const c = data.config;
+    if (!c || typeof c !== "object" || Array.isArray(c)) return null;
+    const schemes = TRANSPORT_SCHEMES[c.transport];
+    if (!schemes || !isString(c.serverUrl, 2048) || !isString(c.token)) return null;
+    let url;
+    try {
+      url = new URL(c.serverUrl);
+    } catch {
+      return null;
+    }
+    if (!schemes.includes(url.protocol)) return null;
+    if (!optional(c.commandPath) || !optional(c.resultPath) || !optional(c.target)) return null;
+    const config = { transport: c.transport, serverUrl: c.serverUrl, token: c.token };
+    for (const k of ["commandPath", "resultPath", "target"]) if (typeof c[k] === "string") config[k] = c[k];
+    let brand;
+    if (data.brand !== undefined && data.brand !== null) {
+      if (typeof data.brand !== "object" || !optional(data.brand.name) || (data.brand.name ?? "").length > 64) return null;
+      if (typeof data.brand.name === "string") brand = { name: data.brand.name };
+    }
+    return brand ? { config, brand } : { config };
+  }
+
+  function onMessage(event) {
+    if (event.source !== window || event.origin !== window.location.origin) return;
+    const data = event.data;
+    if (!data || typeof data !== "object" || typeof data[MARK] !== "string") return;
+    if (!alive()) {
+      window.removeEventListener("message", onMessage);
+      return;
+    }
+    if (data[MARK] === "ping") {
+      const nonce = typeof data.nonce === "string" ? data.nonce.slice(0, 128) : "";
+      const manifest = chrome.runtime.getManifest();
+      window.postMessage(
+        { [MARK]: "pong", nonce, version: manifest.version, productName: manifest.name },
+        window.location.origin,
+      );
+    } else if (data[MARK] === "pair-offer") {
+      const offer = offerShape(data);
+      if (!offer) return;
+      try {
+        chrome.runtime.sendMessage({ type: "pairOffer", origin: event.origin, offer }).catch(() => {});
+      } catch {
+        window.removeEventListener("message", onMessage);
+      }
+    }
+  }
+
+  window.addEventListener("message", onMessage);
+})();

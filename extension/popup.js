@@ -1,0 +1,89 @@
+// The toolbar popup: a parked pairing offer as a card (Accept / Dismiss), otherwise the live
+// status with Connect / Disconnect. All state and decisions live in the worker.
+const $ = (id) => document.getElementById(id);
+const LABELS = { disconnected: "Disconnected", connecting: "Connecting", connected: "Connected", error: "Error" };
+const TRANSPORTS = { websocket: "WebSocket", "sse-http": "SSE + HTTP", "http-poll": "HTTP long polling", "http-short-poll": "HTTP short polling" };
+
+function showStatus(status) {
+  if (!status) return;
+  $("status").dataset.state = status.state;
+  const label = LABELS[status.state] ?? status.state;
+  // "Connected: Connected to …" says it twice.
+  const text = status.message.startsWith(label) ? status.message : `${label}: ${status.message}`;
+  $("status").textContent = text;
+  const live = status.state === "connected" || status.state === "connecting";
+  $("connect").hidden = live;
+  $("disconnect").hidden = !live;
+}
+
+function showOffer(offer) {
+  current = offer;
+  $("offer").hidden = !offer;
+  if (!offer) return;
+  $("offer-brand").textContent = offer.brandName ?? offer.origin;
+  $("offer-claim").hidden = !offer.brandName;
+  $("offer-origin").textContent = offer.origin;
+  $("offer-server").textContent = offer.serverUrl;
+  $("offer-transport").textContent = TRANSPORTS[offer.transport] ?? offer.transport;
+  $("offer-error").textContent = "";
+  $("accept").focus();
+}
+
+async function load() {
+  const [state, { offer }] = await Promise.all([
+    chrome.runtime.sendMessage({ type: "getState" }),
+    chrome.runtime.sendMessage({ type: "getOffer" }),
+  ]);
+  $("product").textContent = state.productName;
+  document.title = state.productName;
+  showStatus(state.status);
+  const target = state.config?.target;
+  $("target-line").hidden = !target;
+  $("target").textContent = target ?? "";
+  showOffer(offer);
+  document.body.dataset.ready = "true";
+}
+
+// Loopback servers are in host_permissions; another HTTP backend is asked for on this click.
+async function allowServer(offer) {
+  if (!offer || offer.transport === "websocket") return true;
+  let origin;
+  try {
+    const u = new URL(offer.serverUrl);
+    origin = `${u.protocol}//${u.hostname}/*`;
+  } catch {
+    return true;
+  }
+  if (await chrome.permissions.contains({ origins: [origin] })) return true;
+  return chrome.permissions.request({ origins: [origin] }).catch(() => false);
+}
+
+let current = null;
+
+$("accept").addEventListener("click", async () => {
+  if (!(await allowServer(current))) {
+    $("offer-error").textContent = "Allow access to the server when Chrome asks, or the extension cannot reach it.";
+    return;
+  }
+  const reply = await chrome.runtime.sendMessage({ type: "acceptOffer" });
+  if (reply?.ok) {
+    $("offer").hidden = true;
+    $("connect").focus();
+  } else {
+    $("offer-error").textContent = reply?.message ?? "The offer could not be accepted.";
+  }
+});
+$("dismiss").addEventListener("click", async () => {
+  await chrome.runtime.sendMessage({ type: "dismissOffer" });
+  showOffer(null);
+});
+$("connect").addEventListener("click", () => chrome.runtime.sendMessage({ type: "connect" }));
+$("disconnect").addEventListener("click", () => chrome.runtime.sendMessage({ type: "disconnect" }));
+
+chrome.storage.onChanged.addListener((changes, area) => {
+  if (area !== "session") return;
+  if (changes.status) showStatus(changes.status.newValue);
+  if (changes.pairOffer) chrome.runtime.sendMessage({ type: "getOffer" }).then(({ offer }) => showOffer(offer));
+});
+
+load();

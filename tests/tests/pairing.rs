@@ -1,0 +1,304 @@
+//! One-click pairing as a person does it: the server's /pair page finds the extension, offers
+//! a token made for this browser, the popup shows the offer with the page's real origin, the
+//! user accepts, the browser connects. And what must be ignored: cross-origin frames, forged
+//! origins, bad shapes, oversized fields; a ping answers without secrets.
+
+use browser_operator_e2e::{
+    js_string, Backend, Browser, BrowserOptions, FixtureServer, Page, Result,
+};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+const WAIT: Duration = Duration::from_secs(20);
+
+async fn popup(browser: &Browser) -> Result<Page> {
+    let url = format!(
+        "chrome-extension://{}/extension/popup.html",
+        browser.extension_id().await?
+    );
+    let page = browser.open_page(&url).await?;
+    page.wait_for("document.body.dataset.ready === 'true'", WAIT)
+        .await?;
+    Ok(page)
+}
+
+/// The offer card's fields, or null when no card shows.
+async fn card(page: &Page) -> Result<Value> {
+    page.eval(
+        "document.querySelector('#offer').hidden ? null : {
+            brand: document.querySelector('#offer-brand').textContent,
+            origin: document.querySelector('#offer-origin').textContent,
+            server: document.querySelector('#offer-server').textContent,
+            transport: document.querySelector('#offer-transport').textContent }",
+    )
+    .await
+}
+
+#[tokio::test]
+async fn pairing_from_the_pair_page_as_a_person_does_it() -> Result<()> {
+    browser_operator_e2e::init();
+    let backend = Backend::start().await?;
+    let browser = Browser::launch(BrowserOptions::default()).await?;
+    let pair = browser
+        .open_page(&format!("{}/pair", backend.http_url()))
+        .await?;
+    pair.wait_for(
+        "document.querySelector('#presence').dataset.state === 'installed'",
+        WAIT,
+    )
+    .await?;
+    let presence = pair
+        .eval("document.querySelector('#presence').textContent")
+        .await?;
+    assert!(
+        presence.as_str().unwrap_or("").contains("Browser Operator"),
+        "{presence}"
+    );
+    pair.click("#connect").await?;
+    pair.wait_for(
+        "document.querySelector('#state').dataset.state === 'waiting'",
+        WAIT,
+    )
+    .await?;
+    assert_eq!(
+        backend.browsers().await?,
+        0,
+        "nothing connects before the click in the popup"
+    );
+
+    let popup = popup(&browser).await?;
+    popup
+        .wait_for("!document.querySelector('#offer').hidden", WAIT)
+        .await?;
+    let shown = card(&popup).await?;
+    assert_eq!(shown["origin"], backend.http_url());
+    assert_eq!(
+        shown["server"],
+        format!("{}/ws", backend.ws_url().trim_end_matches("/ws"))
+    );
+    assert_eq!(shown["transport"], "WebSocket");
+    assert_eq!(shown["brand"], "Browser Operator server");
+    popup.click("#accept").await?;
+    backend.wait_browsers(1, WAIT).await?;
+    popup.wait_status("connected", WAIT).await?;
+    let text = backend
+        .text("tabs_context_mcp", json!({"createIfEmpty": true}))
+        .await?;
+    assert!(text.contains("tabId"), "{text}");
+    pair.wait_for(
+        "document.querySelector('#state').dataset.state === 'connected'",
+        WAIT,
+    )
+    .await?;
+    // The server sees it under the target issued for it.
+    let target = backend.status().await?["browsers"][0]["target"].clone();
+    assert!(
+        target.as_str().unwrap_or("").starts_with("browser-"),
+        "{target}"
+    );
+    Ok(())
+}
+
+fn offer_js(server: &str, brand: &str, extra: &str) -> String {
+    format!(
+        "window.postMessage({{__browserOperator: 'pair-offer', {extra} config: {{transport: 'sse-http', serverUrl: {server}, token: 'tok-123'}}, brand: {{name: {brand}}}}}, window.origin); true",
+        server = js_string(server),
+        brand = js_string(brand),
+    )
+}
+
+/// Pings the page's content script and waits for the pong: every message posted before it
+/// has been handled by then.
+async fn ping(page: &Page) -> Result<Value> {
+    page.eval(
+        "new Promise((resolve) => {
+            const nonce = 'n' + Math.random();
+            addEventListener('message', function on(e) {
+                if (e.source === window && e.data?.__browserOperator === 'pong' && e.data.nonce === nonce) {
+                    removeEventListener('message', on); resolve(e.data);
+                }
+            });
+            postMessage({__browserOperator: 'ping', nonce}, window.origin);
+        })",
+    )
+    .await
+}
+
+#[tokio::test]
+async fn offers_are_checked_replaced_dismissed_and_never_applied_alone() -> Result<()> {
+    browser_operator_e2e::init();
+    let fixtures = FixtureServer::start();
+    let other = FixtureServer::start();
+    let browser = Browser::launch(BrowserOptions::default()).await?;
+    let page = browser.open_page(&fixtures.url("hello.html")).await?;
+    let origin = format!("http://{}", fixtures.addr());
+
+    // A ping gets a pong with the version and product name, nothing else.
+    let pong = ping(&page).await?;
+    let mut keys: Vec<&str> = pong
+        .as_object()
+        .expect("pong")
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort();
+    assert_eq!(
+        keys,
+        ["__browserOperator", "nonce", "productName", "version"]
+    );
+    assert_eq!(pong["productName"], "Browser Operator");
+
+    // First offer, then a second that replaces it.
+    page.eval(&offer_js("http://first.example:1", "First", ""))
+        .await?;
+    let popup_page = popup(&browser).await?;
+    popup_page
+        .wait_for("!document.querySelector('#offer').hidden", WAIT)
+        .await?;
+    assert_eq!(card(&popup_page).await?["server"], "http://first.example:1");
+    page.eval(&offer_js("http://second.example:2", "Second", ""))
+        .await?;
+    popup_page
+        .wait_for(
+            "document.querySelector('#offer-server').textContent === 'http://second.example:2'",
+            WAIT,
+        )
+        .await?;
+    assert_eq!(card(&popup_page).await?["brand"], "Second");
+
+    // Ignored: a forged origin field (the real origin is shown), bad shapes, oversized fields,
+    // a cross-origin iframe.
+    page.eval(&offer_js(
+        "http://forged.example:3",
+        "Forged",
+        "origin: 'https://bank.example',",
+    ))
+    .await?;
+    popup_page
+        .wait_for(
+            "document.querySelector('#offer-server').textContent === 'http://forged.example:3'",
+            WAIT,
+        )
+        .await?;
+    assert_eq!(card(&popup_page).await?["origin"], origin);
+    let bad = [
+        "{__browserOperator: 'pair-offer'}",
+        "{__browserOperator: 'pair-offer', config: {transport: 'websocket', serverUrl: 'http://wrong-scheme.example', token: 't'}}",
+        "{__browserOperator: 'pair-offer', config: {transport: 'sse-http', serverUrl: 'http://no-token.example', token: ''}}",
+        "{__browserOperator: 'pair-offer', config: {transport: 'carrier-pigeon', serverUrl: 'http://x.example', token: 't'}}",
+        "{__browserOperator: 'pair-offer', config: {transport: 'sse-http', serverUrl: 'not a url', token: 't'}}",
+        "{__browserOperator: 'pair-offer', config: {transport: 'sse-http', serverUrl: 'http://big.example', token: 'x'.repeat(100000)}}",
+        "{__browserOperator: 'pair-offer', config: {transport: 'sse-http', serverUrl: 'http://brand.example', token: 't'}, brand: {name: 'y'.repeat(500)}}",
+        "'__browserOperator'",
+    ];
+    for b in bad {
+        page.eval(&format!("window.postMessage({b}, window.origin); true"))
+            .await?;
+    }
+    let frame_url = other.url("pair-frame.html");
+    page.eval(&format!(
+        "new Promise((resolve) => {{ const f = document.createElement('iframe'); f.src = {}; f.onload = () => resolve(true); document.body.appendChild(f); }})",
+        js_string(&frame_url)
+    ))
+    .await?;
+    ping(&page).await?;
+    // Settled: whatever the content script relayed has reached the worker by the time the
+    // popup, opened afresh, reads the parked offer.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let fresh = popup(&browser).await?;
+    let shown = card(&fresh).await?;
+    assert_eq!(
+        shown["server"], "http://forged.example:3",
+        "a bad offer replaced the good one: {shown}"
+    );
+    fresh.close().await?;
+
+    // Nothing was applied by itself.
+    let state = popup_page
+        .eval("document.querySelector('#status').dataset.state")
+        .await?;
+    assert_eq!(state, "disconnected");
+
+    // Dismiss clears the card and the badge.
+    popup_page.click("#dismiss").await?;
+    popup_page
+        .wait_for("document.querySelector('#offer').hidden", WAIT)
+        .await?;
+    let again = popup(&browser).await?;
+    assert_eq!(card(&again).await?, Value::Null);
+    Ok(())
+}
+
+/// axe-core's findings on a page (WCAG 2 A/AA and best practices), light and dark.
+async fn accessibility_violations(page: &Page) -> Result<Vec<String>> {
+    let axe = browser_operator_e2e::repo_root().join(".tools/node_modules/axe-core/axe.min.js");
+    let source = std::fs::read_to_string(&axe).map_err(|e| {
+        browser_operator_e2e::Error::new(format!("{}: {e} (run ./build.sh setup)", axe.display()))
+    })?;
+    page.eval(&format!("{source}; true")).await?;
+    let mut found = Vec::new();
+    for scheme in ["light", "dark"] {
+        page.call(
+            "Emulation.setEmulatedMedia",
+            json!({"features": [{"name": "prefers-color-scheme", "value": scheme}]}),
+        )
+        .await?;
+        let v = page
+            .eval(
+                "axe.run(document, {runOnly: ['wcag2a', 'wcag2aa', 'best-practice']})
+                    .then(r => r.violations.map(v => v.id + ': ' + v.nodes.map(n => n.target.join(' ')).join(', ')))",
+            )
+            .await?;
+        let list = v.as_array().ok_or_else(|| {
+            browser_operator_e2e::Error::new(format!("axe.run gave no list of violations: {v}"))
+        })?;
+        for item in list {
+            found.push(format!("{scheme}: {}", item.as_str().unwrap_or("")));
+        }
+    }
+    Ok(found)
+}
+
+#[tokio::test]
+async fn popup_options_and_pair_pages_pass_an_accessibility_checker() -> Result<()> {
+    browser_operator_e2e::init();
+    let backend = Backend::start().await?;
+    let browser = Browser::launch(BrowserOptions::default()).await?;
+    let pair = browser
+        .open_page(&format!("{}/pair", backend.http_url()))
+        .await?;
+    pair.wait_for(
+        "document.querySelector('#presence').dataset.state === 'installed'",
+        WAIT,
+    )
+    .await?;
+    pair.click("#connect").await?;
+    pair.wait_for(
+        "document.querySelector('#state').dataset.state === 'waiting'",
+        WAIT,
+    )
+    .await?;
+    let popup = popup(&browser).await?;
+    popup
+        .wait_for("!document.querySelector('#offer').hidden", WAIT)
+        .await?;
+    let options = browser.options_page().await?;
+    // The checker itself works: a page with an unlabelled field and a nameless button fails.
+    let bad = browser
+        .open_page("data:text/html,<html><body><input><button></button></body></html>")
+        .await?;
+    let found = accessibility_violations(&bad).await?;
+    assert!(found.iter().any(|v| v.contains("label")), "{found:?}");
+    let mut all = Vec::new();
+    for (name, page) in [("/pair", &pair), ("popup", &popup), ("options", &options)] {
+        for v in accessibility_violations(page).await? {
+            all.push(format!("{name} {v}"));
+        }
+    }
+    assert!(
+        all.is_empty(),
+        "accessibility violations:\n{}",
+        all.join("\n")
+    );
+    Ok(())
+}

@@ -1,0 +1,675 @@
+//! Every transport end to end (WebSocket, SSE + HTTP, long and short polling), and a
+//! connection that survives: server restarts, worker stops, disconnects that stick, a long
+//! idle period, SSE split at every byte, and many commands in flight across tabs.
+
+use browser_operator_e2e::{Backend, Browser, BrowserOptions, Caller, FixtureServer, Result};
+use protocol::Outcome;
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+
+const CONNECT: Duration = Duration::from_secs(30);
+
+/// The URL a user types for `transport`.
+fn server_url(backend: &Backend, transport: &str) -> String {
+    if transport == "websocket" {
+        backend.ws_url()
+    } else {
+        backend.http_url()
+    }
+}
+
+/// A browser connected to a fresh server over `transport`, configured through Options.
+async fn connected(transport: &str) -> Result<(FixtureServer, Backend, Browser)> {
+    browser_operator_e2e::init();
+    let fixtures = FixtureServer::start();
+    let backend = Backend::start().await?;
+    let browser = Browser::launch(BrowserOptions::default()).await?;
+    browser
+        .configure_transport(
+            transport,
+            &server_url(&backend, transport),
+            backend.token(),
+            None,
+        )
+        .await?;
+    backend.wait_browsers(1, CONNECT).await?;
+    browser.wait_status("connected", CONNECT).await?;
+    Ok((fixtures, backend, browser))
+}
+
+fn context(text: &str) -> Value {
+    serde_json::from_str(text.lines().next().unwrap_or("")).expect("first line is JSON")
+}
+
+/// Creates the automation group; its first tab and the group id.
+async fn first_tab(backend: &Backend) -> Result<(i64, i64)> {
+    let ctx = context(
+        &backend
+            .text("tabs_context_mcp", json!({"createIfEmpty": true}))
+            .await?,
+    );
+    let tab = ctx["availableTabs"][0]["tabId"].as_i64().expect("tab id");
+    let group = ctx["tabGroupId"].as_i64().expect("group id");
+    Ok((tab, group))
+}
+
+async fn runs_commands(transport: &str) -> Result<()> {
+    let (fixtures, backend, browser) = connected(transport).await?;
+    let status = browser.wait_status("connected", CONNECT).await?;
+    assert!(status.contains(&format!("({transport})")), "{status}");
+    let (tab, _) = first_tab(&backend).await?;
+    let url = fixtures.url("hello.html");
+    let nav = backend
+        .text("navigate", json!({"tabId": tab, "url": url}))
+        .await?;
+    assert_eq!(nav, format!("Navigated to {url}"));
+    let title = backend
+        .text(
+            "javascript_tool",
+            json!({"tabId": tab, "text": "document.title"}),
+        )
+        .await?;
+    assert_eq!(title, "Fixture: hello");
+    // Non-ASCII text survives every transport both ways.
+    let echo = backend
+        .text(
+            "javascript_tool",
+            json!({"tabId": tab, "text": "'é✓🦀 ' + 'x'.repeat(3)"}),
+        )
+        .await?;
+    assert_eq!(echo, "é✓🦀 xxx");
+    // An error is a result too.
+    let err = backend
+        .error(
+            "javascript_tool",
+            json!({"tabId": tab, "text": "throw new Error('boom')"}),
+        )
+        .await?;
+    assert!(err.contains("boom"), "{err}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn websocket_connects_through_options_and_runs_commands() -> Result<()> {
+    runs_commands("websocket").await
+}
+
+#[tokio::test]
+async fn sse_http_connects_through_options_and_runs_commands() -> Result<()> {
+    runs_commands("sse-http").await
+}
+
+#[tokio::test]
+async fn long_polling_connects_through_options_and_runs_commands() -> Result<()> {
+    runs_commands("http-poll").await
+}
+
+#[tokio::test]
+async fn short_polling_connects_through_options_and_runs_commands() -> Result<()> {
+    runs_commands("http-short-poll").await
+}
+
+/// Median and worst of a list of durations, for the report.
+fn summary(label: &str, times: &mut [Duration]) {
+    times.sort();
+    let median = times[times.len() / 2];
+    let worst = times[times.len() - 1];
+    println!("{label}: median {median:?}, worst {worst:?}, all {times:?}");
+}
+
+/// JS that counts its own execution under `id` in the page and answers the id.
+fn counted(id: &str) -> String {
+    format!(
+        "window.__runs = window.__runs || {{}}; window.__runs['{id}'] = (window.__runs['{id}'] || 0) + 1; '{id}'"
+    )
+}
+
+/// How often each command id ran in the tab.
+async fn runs_in_page(backend: &Backend, tab: i64) -> Result<serde_json::Map<String, Value>> {
+    let text = backend
+        .text(
+            "javascript_tool",
+            json!({"tabId": tab, "text": "JSON.stringify(window.__runs || {})"}),
+        )
+        .await?;
+    Ok(serde_json::from_str::<Value>(&text)?
+        .as_object()
+        .cloned()
+        .unwrap_or_default())
+}
+
+/// The server is killed and restarted 5 times while commands stream in: every command gets one
+/// answer (a result, or an error while the server was down), none runs twice.
+async fn survives_server_restarts(transport: &str) -> Result<()> {
+    let (fixtures, mut backend, _browser) = connected(transport).await?;
+    let (tab, group) = first_tab(&backend).await?;
+    backend
+        .text(
+            "navigate",
+            json!({"tabId": tab, "url": fixtures.url("hello.html")}),
+        )
+        .await?;
+    let caller: Caller = backend.caller();
+    let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
+    let sender = tokio::spawn(async move {
+        let mut outcomes = Vec::new();
+        let mut n = 0;
+        while !*stop_rx.borrow_and_update() {
+            n += 1;
+            let id = format!("c{n}");
+            let r = caller
+                .command(
+                    "javascript_tool",
+                    json!({"tabId": tab, "text": counted(&id)}),
+                )
+                .await;
+            if r.is_err() {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            outcomes.push((id, r));
+        }
+        outcomes
+    });
+    let mut reconnects = Vec::new();
+    for _ in 0..5 {
+        tokio::time::sleep(Duration::from_millis(2500)).await;
+        backend.stop().await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        backend.start_again().await?;
+        reconnects.push(backend.wait_browsers(1, CONNECT).await?);
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    stop_tx.send_replace(true);
+    let outcomes = sender.await.expect("sender task");
+    let runs = runs_in_page(&backend, tab).await?;
+    let mut ok = 0;
+    for (id, outcome) in &outcomes {
+        let count = runs.get(id).and_then(Value::as_u64).unwrap_or(0);
+        assert!(count <= 1, "{id} ran {count} times");
+        if let Ok(r) = outcome {
+            if let Outcome::Result { result } = &r.outcome {
+                assert_eq!(result.joined_text(), *id);
+                assert_eq!(count, 1, "{id} answered but did not run once");
+                ok += 1;
+            }
+        }
+    }
+    let ran_total: u64 = runs.values().filter_map(Value::as_u64).sum();
+    assert_eq!(
+        ran_total as usize,
+        runs.len(),
+        "some command ran twice: {runs:?}"
+    );
+    assert!(ok >= 5, "only {ok} of {} commands answered", outcomes.len());
+    // Still the same automation group after all that.
+    let (_, again) = first_tab(&backend).await?;
+    assert_eq!(again, group);
+    summary(
+        &format!("{transport}: reconnect after a server restart"),
+        &mut reconnects,
+    );
+    println!(
+        "{transport}: {} commands, {ok} answered, {} ran",
+        outcomes.len(),
+        runs.len()
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn websocket_survives_server_restarts() -> Result<()> {
+    survives_server_restarts("websocket").await
+}
+
+#[tokio::test]
+async fn sse_http_survives_server_restarts() -> Result<()> {
+    survives_server_restarts("sse-http").await
+}
+
+#[tokio::test]
+async fn long_polling_survives_server_restarts() -> Result<()> {
+    survives_server_restarts("http-poll").await
+}
+
+#[tokio::test]
+async fn short_polling_survives_server_restarts() -> Result<()> {
+    survives_server_restarts("http-short-poll").await
+}
+
+/// When the browser's current connection was made (ms since the epoch), per the server.
+async fn connected_at(backend: &Backend) -> Result<Option<u64>> {
+    Ok(backend.status().await?["browsers"][0]["connectedAt"].as_u64())
+}
+
+/// Waits, without waking the worker, until the server sees a new connection attempt (more than
+/// `before`) and the browser is registered again; the time it took.
+async fn wait_reconnected(backend: &Backend, before: u64, timeout: Duration) -> Result<Duration> {
+    let start = Instant::now();
+    loop {
+        if attempts(backend).await? > before && backend.browsers().await? == 1 {
+            return Ok(start.elapsed());
+        }
+        if start.elapsed() > timeout {
+            return Err(browser_operator_e2e::Error::new(format!(
+                "no new connection within {timeout:?}: {}",
+                backend.status().await?
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The worker is stopped mid-command and while idle: it comes back by itself, reconnects,
+/// recognises its group, and the interrupted command gets an error (from the outbox), not
+/// silence and not a second run.
+async fn survives_worker_stops(transport: &str) -> Result<()> {
+    let (fixtures, backend, browser) = connected(transport).await?;
+    let (tab, group) = first_tab(&backend).await?;
+    backend
+        .text(
+            "navigate",
+            json!({"tabId": tab, "url": fixtures.url("hello.html")}),
+        )
+        .await?;
+    let mut times = Vec::new();
+
+    // Mid-command: a command that takes 3 s in the page, the worker stopped after 1 s.
+    let caller = backend.caller();
+    let slow = tokio::spawn(async move {
+        caller
+            .command(
+                "javascript_tool",
+                json!({"tabId": tab, "text": "await new Promise(r => setTimeout(r, 3000)); window.__slow = (window.__slow || 0) + 1; 'slow done'"}),
+            )
+            .await
+    });
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let before = attempts(&backend).await?;
+    browser.stop_worker().await?;
+    let answer = slow.await.expect("slow task")?;
+    match answer.outcome {
+        Outcome::Error { error } => {
+            assert!(error.contains("service worker was stopped"), "{error}")
+        }
+        Outcome::Result { result } => panic!("expected an error, got {}", result.joined_text()),
+    }
+    println!("{transport}: the interrupted command was answered with an error");
+    times.push(wait_reconnected(&backend, before, Duration::from_secs(60)).await?);
+    let slow_runs = backend
+        .text(
+            "javascript_tool",
+            json!({"tabId": tab, "text": "String(window.__slow)"}),
+        )
+        .await?;
+    assert_eq!(
+        slow_runs, "1",
+        "the interrupted command ran once in the page, never again"
+    );
+    let (_, again) = first_tab(&backend).await?;
+    assert_eq!(again, group, "the restarted worker recognises its group");
+
+    // Idle, twice.
+    for round in 0..2 {
+        println!("{transport}: idle stop {round}");
+        let before = attempts(&backend).await?;
+        browser.stop_worker().await?;
+        times.push(wait_reconnected(&backend, before, Duration::from_secs(60)).await?);
+        let (_, again) = first_tab(&backend).await?;
+        assert_eq!(again, group);
+    }
+    let status = browser.wait_status("connected", CONNECT).await?;
+    assert!(status.contains(transport), "{status}");
+    summary(
+        &format!("{transport}: reconnect after a worker stop"),
+        &mut times,
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn websocket_survives_worker_stops() -> Result<()> {
+    survives_worker_stops("websocket").await
+}
+
+#[tokio::test]
+async fn sse_http_survives_worker_stops() -> Result<()> {
+    survives_worker_stops("sse-http").await
+}
+
+#[tokio::test]
+async fn long_polling_survives_worker_stops() -> Result<()> {
+    survives_worker_stops("http-poll").await
+}
+
+/// Connection attempts the server has seen (WebSocket upgrades and HTTP stream/poll requests).
+async fn attempts(backend: &Backend) -> Result<u64> {
+    let s = backend.status().await?;
+    Ok(s["wsConnections"].as_u64().unwrap_or(0) + s["httpRequests"].as_u64().unwrap_or(0))
+}
+
+/// Two alarm periods (30 s each) and a margin.
+const STICK: Duration = Duration::from_secs(65);
+
+/// After a disconnect: nothing reaches the server for longer than two alarm periods, then a
+/// token typed again reconnects.
+async fn stays_disconnected(backend: &Backend, browser: &Browser, transport: &str) -> Result<()> {
+    let before = attempts(backend).await?;
+    tokio::time::sleep(STICK).await;
+    assert_eq!(
+        attempts(backend).await?,
+        before,
+        "the extension tried to reconnect"
+    );
+    assert_eq!(backend.browsers().await?, 0);
+    browser
+        .configure_transport(
+            transport,
+            &server_url(backend, transport),
+            backend.token(),
+            None,
+        )
+        .await?;
+    backend.wait_browsers(1, CONNECT).await?;
+    browser.wait_status("connected", CONNECT).await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_wrong_token_401_sticks_until_a_new_token() -> Result<()> {
+    browser_operator_e2e::init();
+    let backend = Backend::start().await?;
+    let browser = Browser::launch(BrowserOptions::default()).await?;
+    browser
+        .configure_transport("sse-http", &backend.http_url(), "not-the-token", None)
+        .await?;
+    let status = browser.wait_status("error", CONNECT).await?;
+    assert!(status.contains("rejected the token"), "{status}");
+    assert!(backend.status().await?["authFailures"].as_u64() >= Some(1));
+    stays_disconnected(&backend, &browser, "sse-http").await
+}
+
+#[tokio::test]
+async fn close_4001_from_the_server_sticks() -> Result<()> {
+    let (_fixtures, backend, browser) = connected("websocket").await?;
+    backend.disconnect(None).await?;
+    let status = browser.wait_status("error", CONNECT).await?;
+    assert!(status.contains("disconnected this browser"), "{status}");
+    stays_disconnected(&backend, &browser, "websocket").await
+}
+
+#[tokio::test]
+async fn event_disconnect_sticks() -> Result<()> {
+    let (_fixtures, backend, browser) = connected("sse-http").await?;
+    let answer = backend.disconnect(Some("default")).await?;
+    assert_eq!(answer["targets"], serde_json::json!(["default"]));
+    let status = browser.wait_status("error", CONNECT).await?;
+    assert!(
+        status.contains("disconnected this browser (bye)"),
+        "{status}"
+    );
+    stays_disconnected(&backend, &browser, "sse-http").await
+}
+
+#[tokio::test]
+async fn a_401_on_a_poll_sticks() -> Result<()> {
+    let (_fixtures, backend, browser) = connected("http-poll").await?;
+    backend.disconnect(None).await?;
+    let status = browser.wait_status("error", CONNECT).await?;
+    assert!(status.contains("rejected the token"), "{status}");
+    stays_disconnected(&backend, &browser, "http-poll").await
+}
+
+#[tokio::test]
+async fn the_users_disconnect_sticks() -> Result<()> {
+    let (_fixtures, backend, browser) = connected("http-short-poll").await?;
+    let page = browser.options_page().await?;
+    page.click("#disconnect").await?;
+    let status = page.wait_status("disconnected", CONNECT).await?;
+    assert!(status.contains("Disconnected by you"), "{status}");
+    page.close().await?;
+    // The server forgets a polling browser after its lease.
+    backend.wait_browsers(0, CONNECT).await?;
+    stays_disconnected(&backend, &browser, "http-short-poll").await
+}
+
+/// Five quiet minutes over SSE (stream data does not keep a worker alive): still connected,
+/// the same worker, no reconnect, and a command works.
+#[tokio::test]
+async fn an_idle_connection_holds_for_five_minutes() -> Result<()> {
+    let (_fixtures, backend, browser) = connected("sse-http").await?;
+    let (_, group) = first_tab(&backend).await?;
+    let worker = browser.worker_target().await?.expect("a worker").id;
+    let since = connected_at(&backend).await?;
+    tokio::time::sleep(Duration::from_secs(300)).await;
+    assert_eq!(
+        browser.worker_target().await?.map(|t| t.id),
+        Some(worker),
+        "the worker was stopped while idle"
+    );
+    assert_eq!(
+        connected_at(&backend).await?,
+        since,
+        "the connection was remade"
+    );
+    let (_, again) = first_tab(&backend).await?;
+    assert_eq!(again, group);
+    browser.wait_status("connected", CONNECT).await?;
+    Ok(())
+}
+
+/// 200 commands in flight across 4 tabs: all answered, each tab's commands one at a time.
+#[tokio::test]
+async fn two_hundred_commands_across_four_tabs() -> Result<()> {
+    let (fixtures, backend, _browser) = connected("sse-http").await?;
+    let (first, _) = first_tab(&backend).await?;
+    let mut tabs = vec![first];
+    for _ in 0..3 {
+        let text = backend.text("tabs_create_mcp", json!({})).await?;
+        let id = text
+            .split("Tab ID: ")
+            .nth(1)
+            .and_then(|r| r.split_whitespace().next())
+            .and_then(|n| n.parse::<i64>().ok())
+            .expect("a tab id");
+        tabs.push(id);
+    }
+    for &tab in &tabs {
+        backend
+            .text(
+                "navigate",
+                json!({"tabId": tab, "url": fixtures.url("hello.html")}),
+            )
+            .await?;
+    }
+    let script =
+        "window.__active = (window.__active || 0) + 1; const overlap = window.__active > 1; \
+        await new Promise(r => setTimeout(r, 5)); window.__active--; \
+        window.__count = (window.__count || 0) + 1; overlap ? 'overlap' : 'alone'";
+    let mut calls = Vec::new();
+    for i in 0..200 {
+        let caller = backend.caller();
+        let tab = tabs[i % 4];
+        calls.push(tokio::spawn(async move {
+            caller
+                .command("javascript_tool", json!({"tabId": tab, "text": script}))
+                .await
+        }));
+    }
+    for call in calls {
+        let r = call.await.expect("call task")?;
+        match r.outcome {
+            Outcome::Result { result } => assert_eq!(result.joined_text(), "alone"),
+            Outcome::Error { error } => panic!("a command failed: {error}"),
+        }
+    }
+    for &tab in &tabs {
+        let count = backend
+            .text(
+                "javascript_tool",
+                json!({"tabId": tab, "text": "String(window.__count)"}),
+            )
+            .await?;
+        assert_eq!(count, "50");
+    }
+    Ok(())
+}
+
+/// A bare HTTP server that sends a fixed SSE script one byte per chunk and records posted
+/// results: the SSE parsing edge cases, end to end.
+mod byte_server {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::{TcpListener, TcpStream};
+    use tokio::sync::mpsc;
+
+    pub async fn start(script: &'static [u8]) -> (String, mpsc::UnboundedReceiver<String>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let url = format!("http://{}", listener.local_addr().expect("addr"));
+        let (tx, rx) = mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            while let Ok((socket, _)) = listener.accept().await {
+                let tx = tx.clone();
+                tokio::spawn(serve(socket, script, tx));
+            }
+        });
+        (url, rx)
+    }
+
+    async fn serve(
+        mut socket: TcpStream,
+        script: &'static [u8],
+        results: mpsc::UnboundedSender<String>,
+    ) {
+        let _ = socket.set_nodelay(true);
+        loop {
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") {
+                match socket.read(&mut byte).await {
+                    Ok(1) => head.push(byte[0]),
+                    _ => return,
+                }
+            }
+            let head = String::from_utf8_lossy(&head).to_string();
+            let length = head
+                .lines()
+                .find_map(|l| {
+                    let (k, v) = l.split_once(':')?;
+                    k.eq_ignore_ascii_case("content-length")
+                        .then(|| v.trim().parse::<usize>().ok())?
+                })
+                .unwrap_or(0);
+            let authorized = head.contains("Bearer byte-token");
+            if !authorized {
+                let _ = socket
+                    .write_all(b"HTTP/1.1 401 Unauthorized\r\ncontent-length: 0\r\n\r\n")
+                    .await;
+                return;
+            }
+            if head.starts_with("POST /browser/result") {
+                let mut body = vec![0u8; length];
+                if socket.read_exact(&mut body).await.is_err() {
+                    return;
+                }
+                let _ = results.send(String::from_utf8_lossy(&body).to_string());
+                let _ = socket.write_all(b"HTTP/1.1 204 No Content\r\n\r\n").await;
+                continue;
+            }
+            if head.starts_with("GET /browser/events") {
+                let _ = socket
+                    .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
+                    .await;
+                for b in script {
+                    let chunk = [b"1\r\n".as_slice(), std::slice::from_ref(b), b"\r\n"].concat();
+                    if socket.write_all(&chunk).await.is_err() {
+                        return;
+                    }
+                    let _ = socket.flush().await;
+                    tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+                }
+                // Hold the stream open (a keep-alive comment now and then), as a server does.
+                loop {
+                    tokio::time::sleep(std::time::Duration::from_secs(10)).await;
+                    if socket.write_all(b"3\r\n:\n\n\r\n").await.is_err() {
+                        return;
+                    }
+                }
+            }
+            let _ = socket
+                .write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n")
+                .await;
+        }
+    }
+}
+
+/// Comments, CRLF, lone CR, multi-line data, ids and retry, an unknown event type, UTF-8 split
+/// across chunks: every byte arrives in its own chunk.
+const SPLIT_SCRIPT: &[u8] = "\u{feff}: hello\r\nid: 1\r\nretry: 1000\r\n\
+data: {\"id\":\"a1\",\"tool\":\"nope_é🦀\",\"args\":{}}\r\n\r\n\
+data: {\"id\":\"a2\",\n\
+data: \"tool\":\"nope_two\"}\n\n\
+data:{\"id\":\"a3\",\"tool\":\"nope_three\"}\r\r\
+event: other\ndata: {\"id\":\"a4\",\"tool\":\"nope_four\"}\n\n\
+: a comment between events\n\
+data: {\"id\":\"a5\",\"tool\":\"nope_five\"}\n\n\
+event: disconnect\ndata: bye\n\n"
+    .as_bytes();
+
+#[tokio::test]
+async fn sse_split_at_every_byte() -> Result<()> {
+    browser_operator_e2e::init();
+    let (url, mut results) = byte_server::start(SPLIT_SCRIPT).await;
+    let browser = Browser::launch(BrowserOptions::default()).await?;
+    browser
+        .configure_transport("sse-http", &url, "byte-token", None)
+        .await?;
+    let mut got = std::collections::BTreeMap::new();
+    while got.len() < 4 {
+        let body = tokio::time::timeout(CONNECT, results.recv())
+            .await
+            .map_err(|_| browser_operator_e2e::Error::new(format!("only got {got:?}")))?
+            .expect("results channel");
+        let v: Value = serde_json::from_str(&body)?;
+        let id = v["commandId"].as_str().unwrap_or("").to_string();
+        got.insert(id, v["error"].as_str().unwrap_or("").to_string());
+    }
+    assert_eq!(got["a1"], "Unknown tool: nope_é🦀");
+    assert_eq!(got["a2"], "Unknown tool: nope_two");
+    assert_eq!(got["a3"], "Unknown tool: nope_three");
+    assert_eq!(got["a5"], "Unknown tool: nope_five");
+    assert!(!got.contains_key("a4"), "an event of another type ran");
+    let status = browser.wait_status("error", CONNECT).await?;
+    assert!(
+        status.contains("disconnected this browser (bye)"),
+        "{status}"
+    );
+    Ok(())
+}
+
+/// The direct transport: code in the worker runs a command through the same dispatch, with no
+/// server at all.
+#[tokio::test]
+async fn direct_transport_runs_commands_in_process() -> Result<()> {
+    browser_operator_e2e::init();
+    let browser = Browser::launch(BrowserOptions::default()).await?;
+    let worker = browser.worker().await?;
+    let r = worker
+        .eval("self.browserOperator.run({id: 'd1', tool: 'tabs_context_mcp', args: {createIfEmpty: true}})")
+        .await?;
+    assert_eq!(r["commandId"], "d1");
+    let text = r["result"]["content"][0]["text"].as_str().unwrap_or("");
+    assert!(text.contains("tabId"), "{r}");
+    let r = worker
+        .eval("self.browserOperator.run({id: 'd2', tool: 'nope'})")
+        .await?;
+    assert_eq!(r, json!({"commandId": "d2", "error": "Unknown tool: nope"}));
+    let r = worker.eval("self.browserOperator.run({tool: 1})").await?;
+    assert!(
+        r["error"]
+            .as_str()
+            .unwrap_or("")
+            .contains("Malformed command"),
+        "{r}"
+    );
+    worker.detach().await?;
+    Ok(())
+}
