@@ -218,36 +218,37 @@ pub(crate) async fn disconnect(
             }
         }
     };
-    let which =
-        match (value["target"].as_str(), value["tokenId"].as_str()) {
-            (Some(t), None) => crate::relay::Disconnect::Target(t.to_string()),
-            (None, Some(id)) => crate::relay::Disconnect::TokenId(id.to_string()),
-            (None, None) => {
-                let connected: Vec<String> =
-                    app.relay.browsers().into_iter().map(|b| b.target).collect();
-                match connected.as_slice() {
-                    [only] => crate::relay::Disconnect::Target(only.clone()),
-                    [] => {
-                        return ApiError::new(StatusCode::NOT_FOUND, "No browser is connected.")
-                            .into_response()
-                    }
-                    several => return ApiError::new(
+    let which = match (value["target"].as_str(), value["tokenId"].as_str()) {
+        (Some(t), None) => crate::relay::Disconnect::Target(t.to_string()),
+        (None, Some(id)) => crate::relay::Disconnect::TokenId(id.to_string()),
+        (None, None) => {
+            let connected: Vec<String> =
+                app.relay.browsers().into_iter().map(|b| b.target).collect();
+            match connected.as_slice() {
+                [only] => crate::relay::Disconnect::Target(only.clone()),
+                [] => {
+                    return ApiError::new(StatusCode::NOT_FOUND, "No browser is connected.")
+                        .into_response()
+                }
+                several => {
+                    return ApiError::new(
                         StatusCode::CONFLICT,
                         format!(
                             "Several browsers are connected; say which one with \"target\": {}.",
                             several.join(", ")
                         ),
                     )
-                    .into_response(),
+                    .into_response()
                 }
             }
-            _ => {
-                return ApiError::bad_request(
-                    "Send at most one of \"target\" or \"tokenId\" (strings).",
-                )
-                .into_response()
-            }
-        };
+        }
+        _ => {
+            return ApiError::bad_request(
+                "Send at most one of \"target\" or \"tokenId\" (strings).",
+            )
+            .into_response()
+        }
+    };
     let reason: String = value["reason"]
         .as_str()
         .unwrap_or("disconnected by the server")
