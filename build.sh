@@ -204,7 +204,7 @@ case "$cmd" in
     lint
     say "tests (unit, server, and headless Chromium end to end)"
     # Browser tests start a Chromium each; two cores hold three comfortably.
-    RUST_TEST_THREADS="${RUST_TEST_THREADS:-3}" cargo test --workspace
+    RUST_TEST_THREADS="${RUST_TEST_THREADS:-3}" cargo test --workspace --no-fail-fast
     ;;
   bench)
     setup_rust; setup_chromium

@@ -448,10 +448,19 @@ impl Browser {
 
     /// Wait until the extension's service worker is not running (stopped or killed).
     pub async fn wait_worker_gone(&self, timeout: Duration) -> Result<()> {
+        self.wait_worker_instance_gone(None, timeout).await
+    }
+
+    /// Waits until the worker instance `id` (any instance when `None`) has stopped. An
+    /// instance Chrome starts again right away (an alarm or a debugger event wakes it) has
+    /// another target id, so it does not count as the old one still running.
+    async fn wait_worker_instance_gone(&self, id: Option<&str>, timeout: Duration) -> Result<()> {
         let deadline = Instant::now() + timeout;
         loop {
-            if self.worker_target().await?.is_none() {
-                return Ok(());
+            match (self.worker_target().await?, id) {
+                (None, _) => return Ok(()),
+                (Some(t), Some(id)) if t.id != id => return Ok(()),
+                _ => {}
             }
             if Instant::now() >= deadline {
                 return Err(Error::new(format!(
@@ -526,7 +535,12 @@ impl Browser {
         }
         .await;
         let _ = session.detach().await;
-        if stopped.is_ok() && self.wait_worker_gone(Duration::from_secs(5)).await.is_ok() {
+        if stopped.is_ok()
+            && self
+                .wait_worker_instance_gone(Some(&target.id), Duration::from_secs(5))
+                .await
+                .is_ok()
+        {
             return Ok(());
         }
         // Fallback: close the worker target itself.
@@ -534,7 +548,7 @@ impl Browser {
             .cdp
             .call("Target.closeTarget", json!({ "targetId": target.id }))
             .await;
-        self.wait_worker_gone(Duration::from_secs(10))
+        self.wait_worker_instance_gone(Some(&target.id), Duration::from_secs(10))
             .await
             .map_err(|e| {
                 let why = match &stopped {
