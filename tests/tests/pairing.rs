@@ -302,3 +302,71 @@ async fn popup_options_and_pair_pages_pass_an_accessibility_checker() -> Result<
     );
     Ok(())
 }
+
+/// `ping` with a deadline: `null` when nothing answers within `ms`.
+async fn ping_within(page: &Page, ms: u32) -> Result<Value> {
+    page.eval(&format!(
+        "new Promise((resolve) => {{
+            const nonce = 'n' + Math.random();
+            setTimeout(() => resolve(null), {ms});
+            addEventListener('message', (e) => {{
+                if (e.source === window && e.data?.__browserOperator === 'pong' && e.data.nonce === nonce) resolve(e.data);
+            }});
+            postMessage({{__browserOperator: 'ping', nonce}}, window.origin);
+        }})"
+    ))
+    .await
+}
+
+#[tokio::test]
+async fn a_page_opened_before_the_extension_reloaded_is_ignored() -> Result<()> {
+    browser_operator_e2e::init();
+    let fixtures = FixtureServer::start();
+    let browser = Browser::launch(BrowserOptions::default()).await?;
+    let page = browser.open_page(&fixtures.url("hello.html")).await?;
+    assert!(ping(&page).await?.is_object(), "the content script answers");
+
+    // Reload the extension (what chrome://extensions' reload button does): the page's content
+    // script is orphaned.
+    let old_worker = browser.worker_target().await?.map(|t| t.id);
+    let root = browser_operator_e2e::repo_root();
+    browser
+        .cdp()
+        .call(
+            "Extensions.loadUnpacked",
+            json!({"path": root.to_string_lossy()}),
+        )
+        .await?;
+    let start = std::time::Instant::now();
+    while browser.worker_target().await?.map(|t| t.id) == old_worker {
+        assert!(start.elapsed() < WAIT, "the extension did not reload");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // The orphaned script goes quiet: no pong, and no offer reaches the popup.
+    assert_eq!(ping_within(&page, 1000).await?, Value::Null);
+    page.eval(&offer_js("http://after-reload.example:9", "Stale", ""))
+        .await?;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let popup_page = popup(&browser).await?;
+    assert_eq!(
+        card(&popup_page).await?,
+        Value::Null,
+        "the stale page's offer was ignored"
+    );
+
+    // The same page, loaded again, gets the new content script.
+    page.eval("location.reload(); true").await?;
+    page.wait_for("document.readyState === 'complete'", WAIT)
+        .await?;
+    let mut pong = Value::Null;
+    let start = std::time::Instant::now();
+    while pong.is_null() && start.elapsed() < WAIT {
+        pong = ping_within(&page, 500).await.unwrap_or(Value::Null);
+    }
+    assert!(
+        pong.is_object(),
+        "the reloaded page talks to the reloaded extension"
+    );
+    Ok(())
+}
