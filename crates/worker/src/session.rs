@@ -66,6 +66,8 @@ struct Delivery {
 
 #[derive(Default)]
 struct Session {
+    /// The state of the status last set (in memory, so it is known without an await).
+    state: Option<State>,
     /// Bumped to retire the running loop (new config, Disconnect).
     generation: u64,
     running: bool,
@@ -205,6 +207,7 @@ async fn restore() {
 }
 
 pub async fn set_status(state: State, message: impl Into<String>) {
+    with(|s| s.state = Some(state));
     let status = Status {
         state,
         message: message.into(),
@@ -352,7 +355,7 @@ async fn run(gen: u64) {
         let pending_tx = RefCell::new(Some(tx));
         let on_auth = || {
             if let Some(tx) = pending_tx.borrow_mut().take() {
-                on_authenticated(gen, tx);
+                on_authenticated(gen, tx, &config);
             }
         };
         let ended = match config.transport {
@@ -419,7 +422,7 @@ async fn run(gen: u64) {
     }
 }
 
-fn on_authenticated(gen: u64, tx: mpsc::UnboundedSender<CommandResult>) {
+fn on_authenticated(gen: u64, tx: mpsc::UnboundedSender<CommandResult>, config: &ConnectionConfig) {
     let waiting = with(|s| {
         if s.generation != gen {
             return Vec::new();
@@ -434,17 +437,16 @@ fn on_authenticated(gen: u64, tx: mpsc::UnboundedSender<CommandResult>) {
     if flushed {
         drop(persist());
     }
-    spawn_local(async {
-        let (url, transport) = saved_config()
-            .await
-            .map(|c| (c.server_url, c.transport.as_str()))
-            .unwrap_or_default();
-        set_status(
-            State::Connected,
-            format!("Connected to {url} ({transport})"),
-        )
-        .await;
-    });
+    // Written now, not after another await: a status set later (say, the server's
+    // `event: disconnect` right behind) must never be overwritten by this one.
+    spawn_local(set_status(
+        State::Connected,
+        format!(
+            "Connected to {} ({})",
+            config.server_url,
+            config.transport.as_str()
+        ),
+    ));
 }
 
 /// A rejected token (401, close 4001) or the server's disconnect: clear the token and stop
@@ -461,10 +463,9 @@ async fn stop_for_good(config: &ConnectionConfig, message: String) {
 /// An `error` frame from the backend: shown in the status, the connection stays.
 pub fn server_said(message: &str) {
     let message = format!("Server says: {message}");
-    spawn_local(async move {
-        let state = status().await.state;
-        set_status(state, message).await;
-    });
+    // The state as it is now, not after an await: a status set meanwhile must win.
+    let state = with(|s| s.state).unwrap_or(State::Connecting);
+    spawn_local(set_status(state, message));
 }
 
 /// While the loop runs, a trivial extension API call every 20 s keeps Chrome from stopping the
