@@ -19,6 +19,20 @@ use std::collections::{BTreeMap, HashMap};
 const WORLD: &str = "browser-operator";
 /// The page-side functions that own the element table (and read_page's walk).
 pub const WORLD_JS: &str = include_str!("tools/read_page.js");
+/// A hash of `WORLD_JS`: a world that holds an older version replaces its functions (not its
+/// element table).
+pub const WORLD_JS_VERSION: u32 = fnv1a(WORLD_JS.as_bytes());
+
+const fn fnv1a(bytes: &[u8]) -> u32 {
+    let mut hash = 0x811c_9dc5_u32;
+    let mut i = 0;
+    while i < bytes.len() {
+        hash ^= bytes[i] as u32;
+        hash = hash.wrapping_mul(0x0100_0193);
+        i += 1;
+    }
+    hash
+}
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Doc {
@@ -182,7 +196,7 @@ pub async fn call_world(
 ) -> Result<Value, String> {
     let mut params = json!({
         "functionDeclaration": WORLD_JS,
-        "arguments": [{"value": op}, {"value": arg}],
+        "arguments": [{"value": op}, {"value": arg}, {"value": WORLD_JS_VERSION}],
         "returnByValue": by_value,
         "objectGroup": "browser-operator-refs",
     });

@@ -1,21 +1,37 @@
 // read_page's page-side walk. Runs only in the worker's isolated world (Page.createIsolatedWorld),
 // which the page cannot see: the element → id table (the ref table) lives here, with the document.
-// Called through Runtime.callFunctionOn as `fn(op, arg)`:
-//   "tree"    arg {depth, level, interactive, root, prefix, near}: the rendered lines of this frame
+// Called through Runtime.callFunctionOn as `fn(op, arg, version)`:
+//   "tree"    arg {depth, level, interactive, root, prefix, near}: this frame's lines, its iframes
+//             (marker lines \u0001<id>), landmark regions, and how many hosts to check
 //   "id"      on an element (`this`): its id, assigned on first sight
 //   "get"     arg id: the element, or "unknown" / "stale"
-//   "hosts"   elements that may hold a closed shadow root (not checked before)
+//   "hosts"   elements the last walk found that may hold a closed shadow root (each once)
 //   "closed"  on a shadow root, arg host: remember it as host's closed root
-function (op, arg) {
+// The work is done by one function kept in the world (replaced when `version` changes), so that
+// V8's type feedback and optimised code carry over from call to call.
+function (op, arg, version) {
   const S = globalThis.__browserOperator || (globalThis.__browserOperator = {
     ids: new WeakMap(), els: new Map(), next: 0, closed: new WeakMap(), checked: new WeakSet(),
   });
+  if (S.version !== version || !S.run) {
+    S.version = version;
+    S.run = run;
+  }
+  return S.run.call(this, op, arg, S);
+
+function run(op, arg, S) {
+  // Ids are kept as text: they are written into lines far more often than they are made.
   const idOf = (el) => {
     let id = S.ids.get(el);
-    if (!id) { id = ++S.next; S.ids.set(el, id); S.els.set(id, new WeakRef(el)); }
+    if (id === undefined) {
+      const n = ++S.next;
+      id = String(n);
+      S.ids.set(el, id);
+      S.els.set(n, new WeakRef(el));
+    }
     return id;
   };
-  if (op === 'id') return idOf(this);
+  if (op === 'id') return Number(idOf(this));
   if (op === 'get') {
     const r = S.els.get(arg);
     if (!r) return 'unknown';
@@ -27,20 +43,8 @@ function (op, arg) {
   const HOST_TAGS = new Set(['DIV', 'SPAN', 'ARTICLE', 'ASIDE', 'BLOCKQUOTE', 'FOOTER', 'HEADER',
     'MAIN', 'NAV', 'P', 'SECTION', 'H1', 'H2', 'H3', 'H4', 'H5', 'H6']);
   if (op === 'hosts') {
-    const out = [];
-    const visit = (node) => {
-      for (let el = node.firstElementChild; el; el = el.nextElementSibling) {
-        if (!rootOf(el) && !S.checked.has(el) &&
-            (el.localName.includes('-') || (HOST_TAGS.has(el.tagName) && !el.firstChild))) {
-          S.checked.add(el);
-          out.push(el);
-        }
-        const r = rootOf(el);
-        if (r) visit(r);
-        visit(el);
-      }
-    };
-    visit(document);
+    const out = S.pending || [];
+    S.pending = [];
     return out;
   }
 
@@ -72,7 +76,9 @@ function (op, arg) {
     date: 'date', 'datetime-local': 'datetime', time: 'time', color: 'color', month: 'date',
     week: 'date',
   };
+  const PLAIN_TEXT = /^[^\s"](?:[^\s"]| (?! ))*$/;
   const clip = (s, max) => {
+    if (s.length <= max && PLAIN_TEXT.test(s) && s[s.length - 1] !== ' ') return s;
     s = s.replace(/\s+/g, ' ').trim();
     if (s.length > max) s = s.slice(0, max) + '…';
     return s.replace(/"/g, '\\"');
@@ -134,9 +140,17 @@ function (op, arg) {
     if (n) return n;
     return (el.getAttribute('title') || el.getAttribute('placeholder') || '').trim();
   };
+  const PLAIN = new Set(['generic', 'paragraph', 'list', 'listitem', 'region', 'main', 'navigation',
+    'banner', 'contentinfo', 'complementary', 'article', 'group', 'label', 'legend', 'form', 'img',
+    'strong', 'emphasis', 'table', 'row', 'cell', 'columnheader', 'rowgroup', 'figure']);
+  const FORM_TAGS = new Set(['INPUT', 'SELECT', 'TEXTAREA', 'OPTION', 'SUMMARY', 'BUTTON', 'FIELDSET']);
   const state = (el, r, nm) => {
     let out = '';
     const t = el.tagName;
+    if (PLAIN.has(r) && !FORM_TAGS.has(t) && !el.hasAttribute('aria-describedby') &&
+        !/aria-(checked|pressed|selected|expanded|disabled|required|readonly|invalid|valuenow)/.test(el.getAttributeNames().join(' '))) {
+      return out;
+    }
     if (r === 'link' && el.href) out += ' href="' + clip(el.href, 200) + '"';
     let value = '';
     if (t === 'SELECT') { const o = el.selectedOptions[0]; value = o ? o.label || text(o) : ''; }
@@ -173,10 +187,19 @@ function (op, arg) {
   const hidden = (el, inSelect) => el.hidden || el.getAttribute('aria-hidden') === 'true' ||
     (!inSelect && !el.checkVisibility() && getComputedStyle(el).display !== 'contents');
   // Children of an element: its shadow root's (open or closed, as found) or its own.
+  // An element with no light-DOM content that may host a shadow root is asked about once.
+  S.pending = [];
   const kids = (el) => {
     const r = rootOf(el);
-    return (r || el).childNodes;
+    if (!r && !el.firstChild && !S.checked.has(el) &&
+        (HOST_TAGS.has(el.tagName) || el.localName.includes('-'))) {
+      S.checked.add(el);
+      S.pending.push(el);
+    }
+    return r || el;
   };
+  const PADS = [];
+  const pad = (n) => PADS[n] || (PADS[n] = ' '.repeat(n));
 
   const { depth, interactive, prefix } = arg;
   const lines = [];
@@ -185,7 +208,7 @@ function (op, arg) {
   const vh = innerHeight;
   const margin = vh * (arg.near || 1);
   const line = (el, r, nm, level, shown) => {
-    let s = ' '.repeat(interactive ? 0 : level) + r;
+    let s = pad(interactive ? 0 : level) + r;
     if (shown) s += ' "' + clip(shown, 300) + '"';
     s += ' [' + prefix + idOf(el) + ']' + state(el, r, nm);
     lines.push(s);
@@ -203,11 +226,11 @@ function (op, arg) {
     if (r === null) return;
     const inSel = inSelect || el.tagName === 'SELECT';
     const nm = NOISE.has(r) && !el.hasAttribute('aria-label') ? '' : name(el, r);
-    const children = kids(el);
+    const parent = kids(el);
     const noise = NOISE.has(r) && !nm;
     if (noise) {
       if (interactive && el.tabIndex >= 0 && level < depth && near(el)) line(el, r, nm, 0, nm);
-      for (const c of children) visit(c, level, parentName, inSel);
+      for (let c = parent.firstChild; c; c = c.nextSibling) visit(c, level, parentName, inSel);
       return;
     }
     if (level >= depth) return;
@@ -215,15 +238,17 @@ function (op, arg) {
     if (!nm) {
       let only = null;
       let count = 0;
-      for (const c of children) {
-        if (c.nodeType === 3 && !c.data.trim()) continue;
+      let textOnly = true;
+      for (let c = parent.firstChild; c; c = c.nextSibling) {
+        const type = c.nodeType;
+        if (type !== 3 && type !== 8) textOnly = false;
+        if (type === 3 && !c.data.trim()) continue;
         count++;
         only = c;
       }
       if (count === 1 && only.nodeType === 3) shown = only.data;
       // Labels and legends whose only content is text repeat their control's name.
-      if ((r === 'label' || r === 'legend') && count > 0 &&
-          Array.from(children).every((c) => c.nodeType === 3 || c.nodeType === 8)) return;
+      if ((r === 'label' || r === 'legend') && count > 0 && textOnly) return;
     }
     if (interactive) {
       const can = INTERACTIVE.has(r) || el.isContentEditable || (el.tabIndex >= 0 && r !== 'iframe');
@@ -233,18 +258,18 @@ function (op, arg) {
     }
     if (r === 'iframe') {
       lines.push('\u0001' + idOf(el));
-      frames.push([idOf(el), level + 1]);
+      frames.push([Number(idOf(el)), level + 1]);
       return;
     }
     if (['date', 'datetime', 'time', 'color', 'textbox', 'searchbox', 'spinbutton', 'slider'].includes(r) && el.tagName !== 'DIV') return;
     const pn = shown.replace(/\s+/g, ' ').trim();
-    for (const c of children) visit(c, level + 1, pn, inSel);
+    for (let c = parent.firstChild; c; c = c.nextSibling) visit(c, level + 1, pn, inSel);
   };
   const visit = (node, level, parentName, inSelect) => {
     if (node.nodeType === 1) walk(node, level, parentName, inSelect);
     else if (node.nodeType === 3 && !interactive && level < depth) {
       const t = node.data.replace(/\s+/g, ' ').trim();
-      if (t && !parentName.includes(t)) lines.push(' '.repeat(level) + 'text "' + clip(t, 500) + '"');
+      if (t && !parentName.includes(t)) lines.push(pad(level) + 'text "' + clip(t, 500) + '"');
     }
   };
   let level = arg.level || 0;
@@ -267,5 +292,6 @@ function (op, arg) {
     }
     if (document.body) walk(document.body, level, '', false);
   }
-  return { text: lines.join('\n'), frames, regions, vw: innerWidth, vh };
+  return { text: lines.join('\n'), frames, regions, hosts: S.pending.length };
+}
 }

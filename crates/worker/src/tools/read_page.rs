@@ -99,6 +99,9 @@ struct Rendered {
     regions: Vec<String>,
     #[serde(default)]
     stale: bool,
+    /// Elements that may host a closed shadow root, to be asked about.
+    #[serde(default)]
+    hosts: u32,
     #[serde(skip)]
     doc: Option<Doc>,
     #[serde(skip)]
@@ -130,18 +133,22 @@ impl Walk<'_> {
             "prefix": prefix,
             "near": NEAR_VIEWPORTS,
         });
-        let mut out = refs::call_world(self.tab, context, None, "tree", arg.clone(), true).await?;
-        if attach_closed_roots(self.tab, context).await? {
-            out = refs::call_world(self.tab, context, None, "tree", arg, true).await?;
+        let mut r = self.render(context, &arg).await?;
+        if r.hosts > 0 && attach_closed_roots(self.tab, context).await? {
+            r = self.render(context, &arg).await?;
         }
-        let mut r: Rendered = serde_json::from_value(out.get("value").cloned().unwrap_or(Value::Null))
-            .map_err(|e| format!("the page-side walk returned something unexpected: {e}"))?;
         if r.stale {
             return Err("Stale ref: the element is no longer in the page. Call read_page or find again for fresh refs.".into());
         }
         r.doc = Some(doc.clone());
         r.context = context;
         Ok(r)
+    }
+
+    async fn render(&self, context: i64, arg: &Value) -> Result<Rendered, String> {
+        let out = refs::call_world(self.tab, context, None, "tree", arg.clone(), true).await?;
+        serde_json::from_value(out.get("value").cloned().unwrap_or(Value::Null))
+            .map_err(|e| format!("the page-side walk returned something unexpected: {e}"))
     }
 
     /// Appends a frame's lines to `out`, with each iframe's document in place of its marker.
@@ -207,17 +214,14 @@ impl Walk<'_> {
     }
 }
 
-/// Closed shadow roots are out of the page's reach; the debugger finds them. Candidates (elements
-/// that may host one and were not checked before) are asked for their shadow roots once; those
-/// found are handed to the world. Returns whether any was found.
+/// Closed shadow roots are out of the page's reach; the debugger finds them. Candidates the walk
+/// found (elements that may host one, not checked before) are asked for their shadow roots once;
+/// those found are handed to the world. Returns whether any was found.
 async fn attach_closed_roots(tab: i32, context: i64) -> Result<bool, String> {
     let hosts = refs::call_world(tab, context, None, "hosts", Value::Null, false).await?;
     let Some(array) = hosts.get("objectId").and_then(Value::as_str) else {
         return Ok(false);
     };
-    if hosts.get("description").and_then(Value::as_str) == Some("Array(0)") {
-        return Ok(false);
-    }
     let props = cdp::send(
         tab,
         "Runtime.getProperties",
@@ -273,7 +277,7 @@ async fn attach_closed_roots(tab: i32, context: i64) -> Result<bool, String> {
                 let params = json!({
                     "functionDeclaration": refs::WORLD_JS,
                     "objectId": object,
-                    "arguments": [{"value": "closed"}, arg],
+                    "arguments": [{"value": "closed"}, arg, {"value": refs::WORLD_JS_VERSION}],
                     "returnByValue": true,
                 });
                 if cdp::send(tab, "Runtime.callFunctionOn", params).await.is_ok() {
