@@ -278,7 +278,10 @@ pub async fn resolve(tab: i32, r: &str) -> Result<Element, String> {
     }
     let context = world(tab, &doc.frame).await?;
     let out = call_world(tab, context, None, "get", json!(id), false).await?;
-    match (out.get("objectId").and_then(Value::as_str), out.get("value")) {
+    match (
+        out.get("objectId").and_then(Value::as_str),
+        out.get("value"),
+    ) {
         (Some(object), _) => Ok(Element {
             doc,
             id,
@@ -383,7 +386,10 @@ mod tests {
     #[test]
     fn same_document_same_number_and_prune() {
         let mut table = Table::default();
-        let d = |f: &str, l: &str| Doc { frame: f.into(), loader: l.into() };
+        let d = |f: &str, l: &str| Doc {
+            frame: f.into(),
+            loader: l.into(),
+        };
         let a = table.assign(&d("F", "L1"));
         assert_eq!(table.assign(&d("F", "L1")), a);
         let b = table.assign(&d("F", "L2"));

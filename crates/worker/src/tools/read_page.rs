@@ -185,12 +185,18 @@ impl Walk<'_> {
     }
 
     /// The rendering of the document in the `<iframe>` with id `iframe` of frame `r`.
-    async fn child(&self, r: &Rendered, iframe: u32, level: u32) -> Result<Option<Rendered>, String> {
+    async fn child(
+        &self,
+        r: &Rendered,
+        iframe: u32,
+        level: u32,
+    ) -> Result<Option<Rendered>, String> {
         let Some(parent) = &r.doc else {
             return Ok(None);
         };
         // The iframe's element in the parent world, then the frame it owns.
-        let element = refs::call_world(self.tab, r.context, None, "get", json!(iframe), false).await?;
+        let element =
+            refs::call_world(self.tab, r.context, None, "get", json!(iframe), false).await?;
         let Some(object) = element.get("objectId").and_then(Value::as_str) else {
             return Ok(None);
         };
@@ -280,7 +286,10 @@ async fn attach_closed_roots(tab: i32, context: i64) -> Result<bool, String> {
                     "arguments": [{"value": "closed"}, arg, {"value": refs::WORLD_JS_VERSION}],
                     "returnByValue": true,
                 });
-                if cdp::send(tab, "Runtime.callFunctionOn", params).await.is_ok() {
+                if cdp::send(tab, "Runtime.callFunctionOn", params)
+                    .await
+                    .is_ok()
+                {
                     found = true;
                 }
             }
