@@ -124,7 +124,7 @@ pub fn catalog() -> Vec<ToolSpec> {
             input_schema: json!({
                 "type": "object",
                 "properties": {
-                    "ref": {"type": "string", "description": "The element's ref, e.g. ref_12."},
+                    "ref": {"type": "string", "description": "The element's ref, e.g. ref_1_12."},
                     "value": {"type": ["string", "boolean", "number"], "description": "The value to set."},
                     "tabId": tab_id()
                 },

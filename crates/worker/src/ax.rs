@@ -1,10 +1,11 @@
 //! The accessibility snapshot of a tab: Chrome's own tree (`Accessibility.getFullAXTree`) for
 //! every frame the tab's debugger session reaches, each iframe's document hung under its
 //! `<iframe>` element, with roles, names, values and states. Shadow roots (open and closed) are
-//! part of Chrome's tree already. read_page renders it; find searches it; refs name its nodes.
+//! part of Chrome's tree already. find searches it; refs name its nodes (read_page walks the page
+//! itself: tools/read_page.js).
 
 use crate::cdp;
-use crate::refs::{self, Target};
+use crate::refs::{self, Doc};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 
@@ -21,44 +22,13 @@ pub struct Node {
     pub ignored: bool,
 }
 
-pub struct Frame {
-    pub id: String,
-    pub loader: String,
-}
-
 pub struct Snapshot {
     pub tab: i32,
     pub nodes: Vec<Node>,
     pub root: usize,
-    pub frames: Vec<Frame>,
+    pub frames: Vec<Doc>,
     /// Frames whose tree could not be read (e.g. cross-site iframes in another process).
     pub unreadable: Vec<String>,
-}
-
-/// Frames of the tab, parents before children.
-async fn frames(tab: i32) -> Result<Vec<Frame>, String> {
-    let tree = cdp::send(tab, "Page.getFrameTree", json!({})).await?;
-    let mut out = Vec::new();
-    let mut queue: std::collections::VecDeque<&Value> = tree.get("frameTree").into_iter().collect();
-    while let Some(node) = queue.pop_front() {
-        if let Some(f) = node.get("frame") {
-            out.push(Frame {
-                id: str_of(f, "id"),
-                loader: str_of(f, "loaderId"),
-            });
-        }
-        if let Some(children) = node.get("childFrames").and_then(Value::as_array) {
-            queue.extend(children.iter());
-        }
-    }
-    if out.is_empty() {
-        return Err("Page.getFrameTree returned no frame".into());
-    }
-    Ok(out)
-}
-
-fn str_of(v: &Value, key: &str) -> String {
-    v.get(key).and_then(Value::as_str).unwrap_or("").to_string()
 }
 
 /// AX value objects (`{type, value}`) as text.
@@ -72,10 +42,10 @@ fn ax_text(v: Option<&Value>) -> String {
 
 impl Snapshot {
     pub async fn take(tab: i32) -> Result<Snapshot, String> {
-        let frames = frames(tab).await?;
+        let frames = refs::frames(tab).await?;
         let live: HashMap<String, String> = frames
             .iter()
-            .map(|f| (f.id.clone(), f.loader.clone()))
+            .map(|f| (f.frame.clone(), f.loader.clone()))
             .collect();
         refs::begin(tab, &live).await;
         let mut snap = Snapshot {
@@ -91,7 +61,7 @@ impl Snapshot {
             .add_tree(&main, 0)
             .ok_or("the page has no accessibility tree")?;
         for i in 1..snap.frames.len() {
-            let fid = snap.frames[i].id.clone();
+            let fid = snap.frames[i].frame.clone();
             if let Err(e) = snap.add_frame(i, &fid).await {
                 snap.unreadable.push(format!("frame {fid}: {e}"));
             }
@@ -182,24 +152,11 @@ impl Snapshot {
     }
 
     /// The node's ref (assigned on first sight), if it is an element.
-    pub fn ref_of(&self, i: usize) -> Option<String> {
+    pub async fn ref_of(&self, i: usize) -> Option<String> {
         let n = &self.nodes[i];
-        let frame = &self.frames[n.frame];
-        Some(refs::ref_for(
-            self.tab,
-            Target {
-                frame: frame.id.clone(),
-                loader: frame.loader.clone(),
-                backend: n.backend?,
-            },
-        ))
-    }
-
-    /// The node whose element a ref names.
-    pub fn find_target(&self, target: &Target) -> Option<usize> {
-        self.nodes.iter().position(|n| {
-            n.backend == Some(target.backend) && self.frames[n.frame].loader == target.loader
-        })
+        refs::ref_of_backend(self.tab, &self.frames[n.frame], n.backend?)
+            .await
+            .ok()
     }
 
     pub fn prop(&self, i: usize, name: &str) -> Option<&Value> {

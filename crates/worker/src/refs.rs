@@ -1,9 +1,12 @@
-//! Element refs: the one mechanism by which tools name elements. A ref (`ref_N`) stands for a
-//! CDP backend node id qualified by its frame and that frame's document (loader id), so the same
-//! element keeps its ref across snapshots, a ref from a document that has gone away is reported
-//! stale instead of hitting whatever now has the same id, and the page can neither read nor forge
-//! refs (they live only here). Each tab's table is kept in chrome.storage.session so refs survive
-//! a worker restart. Resolving a ref gives a node (a RemoteObject id) or a point in the viewport.
+//! Element refs: the one mechanism by which tools name elements. Each frame's document gets an
+//! isolated world (`Page.createIsolatedWorld`, one fixed name: asking again returns the same
+//! world, even from a new debugger session after a worker restart). The page cannot see it; in it,
+//! read_page.js keeps a table element → small id. A ref (`ref_D_N`) is id N in the world of
+//! document D, where D numbers the (frame, loader) pairs of the tab: a ref from a document that has
+//! gone away is reported stale instead of hitting whatever now has the same id. The table of
+//! documents is kept in chrome.storage.session so it survives a worker restart. Resolving a ref
+//! gives a node (a RemoteObject id in the isolated world), its backend node id, or a point in the
+//! viewport.
 
 use crate::cdp;
 use crate::chrome::storage::{self, Area};
@@ -12,60 +15,56 @@ use serde_json::{json, Value};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 
-/// Bound on refs remembered per tab; past it the oldest are forgotten.
-const MAX_REFS_PER_TAB: usize = 50_000;
+/// The isolated world's name: the same name finds the same world again.
+const WORLD: &str = "browser-operator";
+/// The page-side functions that own the element table (and read_page's walk).
+pub const WORLD_JS: &str = include_str!("tools/read_page.js");
+/// A hash of `WORLD_JS`: a world that holds an older version replaces its functions (not its
+/// element table).
+pub const WORLD_JS_VERSION: u32 = fnv1a(WORLD_JS.as_bytes());
+
+const fn fnv1a(bytes: &[u8]) -> u32 {
+    let mut hash = 0x811c_9dc5_u32;
+    let mut i = 0;
+    while i < bytes.len() {
+        hash ^= bytes[i] as u32;
+        hash = hash.wrapping_mul(0x0100_0193);
+        i += 1;
+    }
+    hash
+}
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-pub struct Target {
+pub struct Doc {
     pub frame: String,
     pub loader: String,
-    pub backend: i64,
 }
 
 #[derive(Default, Serialize, Deserialize)]
 struct Table {
     next: u32,
-    targets: BTreeMap<u32, Target>,
-    #[serde(skip)]
-    by_node: HashMap<(String, i64), u32>,
+    docs: BTreeMap<u32, Doc>,
     #[serde(skip)]
     dirty: bool,
 }
 
 impl Table {
-    fn index(&mut self) {
-        self.by_node = self
-            .targets
-            .iter()
-            .map(|(n, t)| ((t.loader.clone(), t.backend), *n))
-            .collect();
-    }
-
-    fn assign(&mut self, target: Target) -> u32 {
-        let key = (target.loader.clone(), target.backend);
-        if let Some(n) = self.by_node.get(&key) {
+    fn assign(&mut self, doc: &Doc) -> u32 {
+        if let Some((n, _)) = self.docs.iter().find(|(_, d)| *d == doc) {
             return *n;
         }
         self.next += 1;
-        let n = self.next;
-        self.targets.insert(n, target);
-        self.by_node.insert(key, n);
+        self.docs.insert(self.next, doc.clone());
         self.dirty = true;
-        while self.targets.len() > MAX_REFS_PER_TAB {
-            if let Some((_, old)) = self.targets.pop_first() {
-                self.by_node.remove(&(old.loader, old.backend));
-            }
-        }
-        n
+        self.next
     }
 
-    /// Forgets refs of documents that are no longer loaded in their frame.
+    /// Forgets documents that are no longer loaded in their frame.
     fn prune(&mut self, live: &HashMap<String, String>) {
-        let before = self.targets.len();
-        self.targets
-            .retain(|_, t| live.get(&t.frame).is_some_and(|l| *l == t.loader));
-        if self.targets.len() != before {
-            self.index();
+        let before = self.docs.len();
+        self.docs
+            .retain(|_, d| live.get(&d.frame).is_some_and(|l| *l == d.loader));
+        if self.docs.len() != before {
             self.dirty = true;
         }
     }
@@ -84,28 +83,29 @@ async fn load(tab: i32) {
         return;
     }
     // Stored as JSON text: numeric map keys don't survive a trip through a JS object.
-    let mut table: Table = storage::get::<String>(Area::Session, &storage_key(tab))
+    let table: Table = storage::get::<String>(Area::Session, &storage_key(tab))
         .await
         .ok()
         .flatten()
         .and_then(|s| serde_json::from_str(&s).ok())
         .unwrap_or_default();
-    table.index();
     TABLES.with(|t| {
         t.borrow_mut().entry(tab).or_insert(table);
     });
 }
 
-/// A ref's text for an element, assigning a new number the first time the element is seen.
-pub fn ref_for(tab: i32, target: Target) -> String {
-    TABLES.with(|t| {
-        let mut tables = t.borrow_mut();
-        format!("ref_{}", tables.entry(tab).or_default().assign(target))
-    })
+/// The number of a frame's document, assigned the first time it is seen.
+pub fn doc_number(tab: i32, doc: &Doc) -> u32 {
+    TABLES.with(|t| t.borrow_mut().entry(tab).or_default().assign(doc))
 }
 
-/// Call before a snapshot: loads the table (after a worker restart) and drops refs of documents
-/// that are gone. `live` maps frame id to its current loader id.
+/// The prefix of refs in a document: `ref_D_`.
+pub fn prefix(doc: u32) -> String {
+    format!("ref_{doc}_")
+}
+
+/// Call before a snapshot: loads the table (after a worker restart) and drops documents that are
+/// gone. `live` maps frame id to its current loader id.
 pub async fn begin(tab: i32, live: &HashMap<String, String>) {
     load(tab).await;
     TABLES.with(|t| {
@@ -136,51 +136,163 @@ pub fn forget(tab: i32) {
     TABLES.with(|t| t.borrow_mut().remove(&tab));
 }
 
-/// Frame id → loader id of every frame of the tab (the documents now loaded).
-pub async fn live_frames(tab: i32) -> Result<HashMap<String, String>, String> {
+/// Frames of the tab as (frame id, loader id), parents before children.
+pub async fn frames(tab: i32) -> Result<Vec<Doc>, String> {
     let tree = cdp::send(tab, "Page.getFrameTree", json!({})).await?;
-    let mut out = HashMap::new();
-    let mut stack: Vec<&Value> = tree.get("frameTree").into_iter().collect();
-    while let Some(node) = stack.pop() {
+    let mut out = Vec::new();
+    let mut queue: std::collections::VecDeque<&Value> = tree.get("frameTree").into_iter().collect();
+    while let Some(node) = queue.pop_front() {
         if let Some(frame) = node.get("frame") {
             if let (Some(id), Some(loader)) = (
                 frame.get("id").and_then(Value::as_str),
                 frame.get("loaderId").and_then(Value::as_str),
             ) {
-                out.insert(id.to_string(), loader.to_string());
+                out.push(Doc {
+                    frame: id.to_string(),
+                    loader: loader.to_string(),
+                });
             }
         }
         if let Some(children) = node.get("childFrames").and_then(Value::as_array) {
-            stack.extend(children.iter());
+            queue.extend(children.iter());
         }
+    }
+    if out.is_empty() {
+        return Err("Page.getFrameTree returned no frame".into());
     }
     Ok(out)
 }
 
-fn parse_ref(r: &str) -> Option<u32> {
-    r.trim().strip_prefix("ref_")?.parse().ok()
+/// Frame id → loader id of every frame of the tab (the documents now loaded).
+pub async fn live_frames(tab: i32) -> Result<HashMap<String, String>, String> {
+    Ok(frames(tab)
+        .await?
+        .into_iter()
+        .map(|d| (d.frame, d.loader))
+        .collect())
+}
+
+/// The execution context of the worker's isolated world in a frame (created on first use).
+pub async fn world(tab: i32, frame: &str) -> Result<i64, String> {
+    let out = cdp::send(
+        tab,
+        "Page.createIsolatedWorld",
+        json!({"frameId": frame, "worldName": WORLD}),
+    )
+    .await?;
+    out.get("executionContextId")
+        .and_then(Value::as_i64)
+        .ok_or_else(|| "Page.createIsolatedWorld returned no context".to_string())
+}
+
+/// Calls read_page.js in a world: `op` with `arg`, on `this` = `object` if given.
+pub async fn call_world(
+    tab: i32,
+    context: i64,
+    object: Option<&str>,
+    op: &str,
+    arg: Value,
+    by_value: bool,
+) -> Result<Value, String> {
+    let mut params = json!({
+        "functionDeclaration": WORLD_JS,
+        "arguments": [{"value": op}, {"value": arg}, {"value": WORLD_JS_VERSION}],
+        "returnByValue": by_value,
+        "objectGroup": "browser-operator-refs",
+    });
+    match object {
+        Some(o) => params["objectId"] = json!(o),
+        None => params["executionContextId"] = json!(context),
+    }
+    let out = cdp::send_with_timeout(tab, "Runtime.callFunctionOn", params, 20_000).await?;
+    if let Some(e) = out.get("exceptionDetails") {
+        let text = e
+            .pointer("/exception/description")
+            .and_then(Value::as_str)
+            .or_else(|| e.get("text").and_then(Value::as_str))
+            .unwrap_or("an exception");
+        return Err(format!("the page-side walk failed: {text}"));
+    }
+    Ok(out.get("result").cloned().unwrap_or(Value::Null))
+}
+
+/// The ref of a node known by its backend id in a frame's document.
+pub async fn ref_of_backend(tab: i32, doc: &Doc, backend: i64) -> Result<String, String> {
+    let context = world(tab, &doc.frame).await?;
+    let out = cdp::send(
+        tab,
+        "DOM.resolveNode",
+        json!({"backendNodeId": backend, "executionContextId": context, "objectGroup": "browser-operator-refs"}),
+    )
+    .await?;
+    let object = out
+        .pointer("/object/objectId")
+        .and_then(Value::as_str)
+        .ok_or("the node has no object")?;
+    let id = call_world(tab, context, Some(object), "id", Value::Null, true).await?;
+    let id = id
+        .get("value")
+        .and_then(Value::as_u64)
+        .ok_or("the node got no id")?;
+    Ok(format!("{}{id}", prefix(doc_number(tab, doc))))
+}
+
+fn parse_ref(r: &str) -> Option<(u32, u32)> {
+    let rest = r.trim().strip_prefix("ref_")?;
+    let (d, n) = rest.split_once('_')?;
+    Some((d.parse().ok()?, n.parse().ok()?))
+}
+
+/// An element a ref names, checked to be still in the page.
+pub struct Element {
+    pub doc: Doc,
+    pub id: u32,
+    pub context: i64,
+    /// RemoteObject id in the isolated world.
+    pub object: String,
+}
+
+fn unknown(r: &str, tab: i32) -> String {
+    format!("Unknown ref {r} for tab {tab}: call read_page or find to get current refs.")
 }
 
 /// The element a ref stands for, checked to be still in the page.
-pub async fn resolve(tab: i32, r: &str) -> Result<Target, String> {
-    let n = parse_ref(r).ok_or_else(|| {
-        format!("Invalid ref \"{r}\": refs look like ref_12 and come from read_page or find.")
-    })?;
+pub async fn resolve(tab: i32, r: &str) -> Result<Element, String> {
+    let well_formed = r
+        .trim()
+        .strip_prefix("ref_")
+        .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit() || c == '_'));
+    if !well_formed {
+        return Err(format!(
+            "Invalid ref \"{r}\": refs look like ref_1_12 and come from read_page or find."
+        ));
+    }
+    let (d, id) = parse_ref(r).ok_or_else(|| unknown(r, tab))?;
     load(tab).await;
-    let target = TABLES
-        .with(|t| {
-            t.borrow()
-                .get(&tab)
-                .and_then(|t| t.targets.get(&n).cloned())
-        })
-        .ok_or_else(|| {
-            format!("Unknown ref {r} for tab {tab}: call read_page or find to get current refs.")
-        })?;
+    let doc = TABLES
+        .with(|t| t.borrow().get(&tab).and_then(|t| t.docs.get(&d).cloned()))
+        .ok_or_else(|| unknown(r, tab))?;
     let live = live_frames(tab).await?;
-    if live.get(&target.frame) != Some(&target.loader) {
+    if live.get(&doc.frame) != Some(&doc.loader) {
         return Err(stale(r, "its page was navigated or reloaded"));
     }
-    Ok(target)
+    let context = world(tab, &doc.frame).await?;
+    let out = call_world(tab, context, None, "get", json!(id), false).await?;
+    match (
+        out.get("objectId").and_then(Value::as_str),
+        out.get("value"),
+    ) {
+        (Some(object), _) => Ok(Element {
+            doc,
+            id,
+            context,
+            object: object.to_string(),
+        }),
+        (None, Some(Value::String(s))) if s == "stale" => {
+            Err(stale(r, "it was removed from the page"))
+        }
+        _ => Err(unknown(r, tab)),
+    }
 }
 
 fn stale(r: &str, why: &str) -> String {
@@ -189,42 +301,29 @@ fn stale(r: &str, why: &str) -> String {
 
 /// A RemoteObject id for the ref's element, for `Runtime.callFunctionOn`.
 pub async fn object_id(tab: i32, r: &str) -> Result<String, String> {
-    let target = resolve(tab, r).await?;
-    let out = cdp::send(
-        tab,
-        "DOM.resolveNode",
-        json!({"backendNodeId": target.backend, "objectGroup": "browser-operator-refs"}),
-    )
-    .await
-    .map_err(|_| stale(r, "it was removed from the page"))?;
-    let id = out
-        .pointer("/object/objectId")
-        .and_then(Value::as_str)
-        .ok_or_else(|| stale(r, "it was removed from the page"))?;
-    // A removed element lives on while something holds it: it must still be in the document.
-    let connected = cdp::send(
-        tab,
-        "Runtime.callFunctionOn",
-        json!({"objectId": id, "functionDeclaration": "function () { return this.isConnected; }", "returnByValue": true}),
-    )
-    .await?;
-    if connected.pointer("/result/value") != Some(&Value::Bool(true)) {
-        return Err(stale(r, "it was removed from the page"));
-    }
-    Ok(id.to_string())
+    Ok(resolve(tab, r).await?.object)
+}
+
+/// The backend node id of a resolved element.
+async fn backend_of(tab: i32, object: &str) -> Result<i64, String> {
+    let out = cdp::send(tab, "DOM.describeNode", json!({"objectId": object})).await?;
+    out.pointer("/node/backendNodeId")
+        .and_then(Value::as_i64)
+        .ok_or_else(|| "DOM.describeNode returned no node".to_string())
 }
 
 /// The centre of the element's first box, in CSS pixels of the viewport, after scrolling it into
 /// view.
 pub async fn point(tab: i32, r: &str) -> Result<(f64, f64), String> {
-    let target = resolve(tab, r).await?;
-    let node = json!({"backendNodeId": target.backend});
+    let element = resolve(tab, r).await?;
+    let backend = backend_of(tab, &element.object).await?;
+    let node = json!({"backendNodeId": backend});
     if let Err(e) = cdp::send(tab, "DOM.scrollIntoViewIfNeeded", node.clone()).await {
         if e.contains("No node") {
             return Err(stale(r, "it was removed from the page"));
         }
     }
-    let (x, y, _, _) = box_of(tab, target.backend)
+    let (x, y, _, _) = box_of(tab, backend)
         .await
         .map_err(|e| match e {
             BoxError::Gone => stale(r, "it was removed from the page"),
@@ -284,44 +383,27 @@ pub fn quad_centre(out: &Value) -> Option<(f64, f64, f64, f64)> {
 mod tests {
     use super::*;
 
-    fn t(frame: &str, loader: &str, backend: i64) -> Target {
-        Target {
-            frame: frame.into(),
-            loader: loader.into(),
-            backend,
-        }
-    }
-
     #[test]
-    fn same_node_same_ref_new_document_new_ref() {
+    fn same_document_same_number_and_prune() {
         let mut table = Table::default();
-        let a = table.assign(t("F", "L1", 7));
-        assert_eq!(table.assign(t("F", "L1", 7)), a);
-        let b = table.assign(t("F", "L1", 8));
+        let d = |f: &str, l: &str| Doc {
+            frame: f.into(),
+            loader: l.into(),
+        };
+        let a = table.assign(&d("F", "L1"));
+        assert_eq!(table.assign(&d("F", "L1")), a);
+        let b = table.assign(&d("F", "L2"));
         assert_ne!(a, b);
-        // Same backend id in a new document (a new renderer restarts its counter): a new ref.
-        let c = table.assign(t("F", "L2", 7));
-        assert_ne!(c, a);
-        let live = HashMap::from([("F".to_string(), "L2".to_string())]);
-        table.prune(&live);
-        assert_eq!(table.targets.len(), 1);
-        assert_eq!(table.assign(t("F", "L2", 7)), c);
-    }
-
-    #[test]
-    fn table_survives_serialization() {
-        let mut table = Table::default();
-        let a = table.assign(t("F", "L", 3));
-        let mut back: Table =
-            serde_json::from_value(serde_json::to_value(&table).unwrap()).unwrap();
-        back.index();
-        assert_eq!(back.assign(t("F", "L", 3)), a);
-        assert_eq!(back.assign(t("F", "L", 4)), a + 1);
+        table.prune(&HashMap::from([("F".to_string(), "L2".to_string())]));
+        assert_eq!(table.docs.len(), 1);
+        let back: Table = serde_json::from_str(&serde_json::to_string(&table).unwrap()).unwrap();
+        assert_eq!(back.docs.get(&b), Some(&d("F", "L2")));
     }
 
     #[test]
     fn parses_refs_and_quads() {
-        assert_eq!(parse_ref("ref_12"), Some(12));
+        assert_eq!(parse_ref("ref_3_12"), Some((3, 12)));
+        assert_eq!(parse_ref("ref_12"), None);
         assert_eq!(parse_ref("12"), None);
         let q = json!({"quads": [[10.0, 20.0, 30.0, 20.0, 30.0, 40.0, 10.0, 40.0]]});
         assert_eq!(quad_centre(&q), Some((20.0, 30.0, 20.0, 20.0)));

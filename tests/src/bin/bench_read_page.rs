@@ -1,7 +1,8 @@
 //! Benchmark: read_page on the ~10,000-element fixture page, side by side with a baseline
 //! measured in the same run: a page-side DOM walk of the kind extensions commonly inject (every
 //! element a line, role from the tag, name from aria-label or text, refs in a page global),
-//! called through the same path (backend → extension → CDP) as javascript_tool.
+//! called through the same path (backend → extension → CDP) as javascript_tool. read_page itself
+//! walks the page in the worker's isolated world (tools/read_page.js).
 //!
 //! Run: `./build.sh build && cargo run --release -p browser-operator-e2e --bin bench_read_page`
 
@@ -116,7 +117,7 @@ async fn main() -> Result<()> {
     );
     println!(
         "{:<28} {:>8.1}ms {:>12}",
-        "read_page (Chrome AX tree)",
+        "read_page (isolated walk)",
         o.as_secs_f64() * 1e3,
         ours_chars
     );

@@ -44,7 +44,9 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
         let Some(backend) = snap.nodes[i].backend else {
             continue;
         };
-        let Some(r) = snap.ref_of(i) else { continue };
+        let Some(r) = snap.ref_of(i).await else {
+            continue;
+        };
         let n = &snap.nodes[i];
         let mut line = format!("[{r}] {}", role_name(&n.role));
         if !n.name.is_empty() {

@@ -1,10 +1,10 @@
-//! read_page: the accessibility tree of a group tab, one node a line (`role "name" [ref_N]
+//! read_page: the page's elements as a tree, one element a line (`role "name" [ref_D_N]
 //! attributes`), indented one space per level, unnamed wrappers collapsed into their children.
+//! The walk runs in the page (read_page.js, in the worker's isolated world, frame by frame); each
+//! iframe's document is hung under its `<iframe>` line.
 
-use crate::ax::{self, clip, role_name, Snapshot};
 use crate::cdp;
-use crate::refs;
-use futures_util::future::join_all;
+use crate::refs::{self, Doc};
 use protocol::ToolResult;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -41,44 +41,261 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
             ))
         }
     };
-    let target = match &args.ref_id {
-        Some(r) => Some(refs::resolve(tab, r).await?),
-        None => None,
+    let frames = refs::frames(tab).await?;
+    let live = frames
+        .iter()
+        .map(|d| (d.frame.clone(), d.loader.clone()))
+        .collect();
+    refs::begin(tab, &live).await;
+    let walk = Walk {
+        tab,
+        depth,
+        interactive,
+        frames: &frames,
     };
-    let snap = Snapshot::take(tab).await?;
-    let start = match (&target, &args.ref_id) {
-        (Some(t), Some(r)) => snap.find_target(t).ok_or_else(|| {
-            format!("Stale ref {r}: the element is no longer in the page. Call read_page or find again for fresh refs.")
-        })?,
-        _ => snap.root,
+    let mut unreadable = Vec::new();
+    let top = match &args.ref_id {
+        Some(r) => {
+            let element = refs::resolve(tab, r).await?;
+            walk.frame(&element.doc, element.context, Some(element.id), 0)
+                .await?
+        }
+        None => {
+            let context = refs::world(tab, &frames[0].frame).await?;
+            walk.frame(&frames[0], context, None, 0).await?
+        }
     };
-    let (vw, vh) = viewport(tab).await?;
+    let mut regions = top.regions.clone();
     let mut out = String::new();
-    if interactive {
-        let mut found = Vec::new();
-        collect_interactive(&snap, start, 0, depth, &mut found);
-        let near = in_or_near_viewport(&snap, &found, vh).await;
-        for i in near {
-            line(&snap, i, 0, &mut out);
-        }
-        if out.is_empty() {
-            out.push_str("(no interactive elements in or near the viewport)\n");
-        }
-    } else {
-        render(&snap, start, 0, depth, "", &mut out);
+    walk.splice(&top, &mut out, &mut regions, &mut unreadable)
+        .await;
+    if interactive && out.is_empty() {
+        out.push_str("(no interactive elements in or near the viewport)\n");
     }
-    for u in &snap.unreadable {
+    for u in &unreadable {
         out.push_str(&format!("(not read: {u})\n"));
     }
+    let (vw, vh) = viewport(tab).await?;
     let size = out.chars().count();
     let result = if size > max_chars {
-        Err(too_big(&snap, size, max_chars, depth))
+        Err(too_big(&regions, size, max_chars, depth))
     } else {
         out.push_str(&format!("Viewport: {vw}x{vh}"));
         Ok(ToolResult::text(out))
     };
     refs::commit(tab).await;
     result
+}
+
+/// One frame's rendering by read_page.js.
+#[derive(Deserialize, Clone)]
+struct Rendered {
+    #[serde(default)]
+    text: String,
+    /// (id of an `<iframe>` element, level of its document's lines).
+    #[serde(default)]
+    frames: Vec<(u32, u32)>,
+    #[serde(default)]
+    regions: Vec<String>,
+    #[serde(default)]
+    stale: bool,
+    /// Elements that may host a closed shadow root, to be asked about.
+    #[serde(default)]
+    hosts: u32,
+    #[serde(skip)]
+    doc: Option<Doc>,
+    #[serde(skip)]
+    context: i64,
+}
+
+struct Walk<'a> {
+    tab: i32,
+    depth: u32,
+    interactive: bool,
+    frames: &'a [Doc],
+}
+
+impl Walk<'_> {
+    /// Renders one frame's document (or the subtree of element `root`) from `level` on.
+    async fn frame(
+        &self,
+        doc: &Doc,
+        context: i64,
+        root: Option<u32>,
+        level: u32,
+    ) -> Result<Rendered, String> {
+        let prefix = refs::prefix(refs::doc_number(self.tab, doc));
+        let arg = json!({
+            "depth": self.depth,
+            "level": level,
+            "interactive": self.interactive,
+            "root": root,
+            "prefix": prefix,
+            "near": NEAR_VIEWPORTS,
+        });
+        let mut r = self.render(context, &arg).await?;
+        if r.hosts > 0 && attach_closed_roots(self.tab, context).await? {
+            r = self.render(context, &arg).await?;
+        }
+        if r.stale {
+            return Err("Stale ref: the element is no longer in the page. Call read_page or find again for fresh refs.".into());
+        }
+        r.doc = Some(doc.clone());
+        r.context = context;
+        Ok(r)
+    }
+
+    async fn render(&self, context: i64, arg: &Value) -> Result<Rendered, String> {
+        let out = refs::call_world(self.tab, context, None, "tree", arg.clone(), true).await?;
+        serde_json::from_value(out.get("value").cloned().unwrap_or(Value::Null))
+            .map_err(|e| format!("the page-side walk returned something unexpected: {e}"))
+    }
+
+    /// Appends a frame's lines to `out`, with each iframe's document in place of its marker.
+    async fn splice(
+        &self,
+        r: &Rendered,
+        out: &mut String,
+        regions: &mut Vec<String>,
+        unreadable: &mut Vec<String>,
+    ) {
+        let mut children: Vec<(u32, Rendered)> = Vec::new();
+        for &(iframe, level) in &r.frames {
+            match self.child(r, iframe, level).await {
+                Ok(Some(c)) => children.push((iframe, c)),
+                Ok(None) => {}
+                Err(e) => unreadable.push(e),
+            }
+        }
+        for l in r.text.lines() {
+            if let Some(id) = l.strip_prefix('\u{1}') {
+                let child = id
+                    .parse::<u32>()
+                    .ok()
+                    .and_then(|id| children.iter().find(|(i, _)| *i == id));
+                if let Some((_, c)) = child {
+                    regions.extend(c.regions.iter().cloned());
+                    Box::pin(self.splice(c, out, regions, unreadable)).await;
+                }
+                continue;
+            }
+            out.push_str(l);
+            out.push('\n');
+        }
+    }
+
+    /// The rendering of the document in the `<iframe>` with id `iframe` of frame `r`.
+    async fn child(
+        &self,
+        r: &Rendered,
+        iframe: u32,
+        level: u32,
+    ) -> Result<Option<Rendered>, String> {
+        let Some(parent) = &r.doc else {
+            return Ok(None);
+        };
+        // The iframe's element in the parent world, then the frame it owns.
+        let element =
+            refs::call_world(self.tab, r.context, None, "get", json!(iframe), false).await?;
+        let Some(object) = element.get("objectId").and_then(Value::as_str) else {
+            return Ok(None);
+        };
+        let node = cdp::send(self.tab, "DOM.describeNode", json!({"objectId": object})).await?;
+        let Some(frame_id) = node.pointer("/node/frameId").and_then(Value::as_str) else {
+            return Ok(None);
+        };
+        let Some(doc) = self.frames.iter().find(|d| d.frame == frame_id) else {
+            return Ok(None);
+        };
+        if doc.frame == parent.frame {
+            return Ok(None);
+        }
+        let context = refs::world(self.tab, &doc.frame)
+            .await
+            .map_err(|e| format!("frame {frame_id}: {e}"))?;
+        self.frame(doc, context, None, level)
+            .await
+            .map(Some)
+            .map_err(|e| format!("frame {frame_id}: {e}"))
+    }
+}
+
+/// Closed shadow roots are out of the page's reach; the debugger finds them. Candidates the walk
+/// found (elements that may host one, not checked before) are asked for their shadow roots once;
+/// those found are handed to the world. Returns whether any was found.
+async fn attach_closed_roots(tab: i32, context: i64) -> Result<bool, String> {
+    let hosts = refs::call_world(tab, context, None, "hosts", Value::Null, false).await?;
+    let Some(array) = hosts.get("objectId").and_then(Value::as_str) else {
+        return Ok(false);
+    };
+    let props = cdp::send(
+        tab,
+        "Runtime.getProperties",
+        json!({"objectId": array, "ownProperties": true}),
+    )
+    .await?;
+    let mut found = false;
+    let list = props
+        .get("result")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    for p in list {
+        let is_index = p
+            .get("name")
+            .and_then(Value::as_str)
+            .is_some_and(|n| n.parse::<u32>().is_ok());
+        let Some(host) = p.pointer("/value/objectId").and_then(Value::as_str) else {
+            continue;
+        };
+        if !is_index {
+            continue;
+        }
+        let Ok(node) = cdp::send(
+            tab,
+            "DOM.describeNode",
+            json!({"objectId": host, "depth": 0, "pierce": true}),
+        )
+        .await
+        else {
+            continue;
+        };
+        let roots = node
+            .pointer("/node/shadowRoots")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        for root in roots {
+            let Some(backend) = root.get("backendNodeId").and_then(Value::as_i64) else {
+                continue;
+            };
+            let Ok(resolved) = cdp::send(
+                tab,
+                "DOM.resolveNode",
+                json!({"backendNodeId": backend, "executionContextId": context, "objectGroup": "browser-operator-refs"}),
+            )
+            .await
+            else {
+                continue;
+            };
+            if let Some(object) = resolved.pointer("/object/objectId").and_then(Value::as_str) {
+                let arg = json!({"objectId": host});
+                let params = json!({
+                    "functionDeclaration": refs::WORLD_JS,
+                    "objectId": object,
+                    "arguments": [{"value": "closed"}, arg, {"value": refs::WORLD_JS_VERSION}],
+                    "returnByValue": true,
+                });
+                if cdp::send(tab, "Runtime.callFunctionOn", params)
+                    .await
+                    .is_ok()
+                {
+                    found = true;
+                }
+            }
+        }
+    }
+    Ok(found)
 }
 
 /// The viewport's size in CSS pixels, scrollbars included (what a screenshot shows).
@@ -101,157 +318,7 @@ pub async fn viewport(tab: i32) -> Result<(i64, i64), String> {
     }
 }
 
-fn skipped(snap: &Snapshot, i: usize) -> bool {
-    let n = &snap.nodes[i];
-    n.ignored || n.role == "InlineTextBox" || (ax::is_noise(&n.role) && n.name.is_empty())
-}
-
-/// Labels and legends whose only content is text: that text is already the accessible name of
-/// their control or group.
-fn redundant_label(snap: &Snapshot, i: usize) -> bool {
-    let n = &snap.nodes[i];
-    matches!(n.role.as_str(), "LabelText" | "Legend")
-        && n.name.is_empty()
-        && n.children.iter().all(|&c| {
-            let c = &snap.nodes[c];
-            c.role == "StaticText" || c.ignored
-        })
-}
-
-/// The text of an unnamed element whose only content is one piece of text (a paragraph, a list
-/// item): shown as its name, saving a line.
-fn sole_text(snap: &Snapshot, i: usize) -> Option<&str> {
-    let n = &snap.nodes[i];
-    if !n.name.is_empty() || n.children.len() != 1 {
-        return None;
-    }
-    let c = &snap.nodes[n.children[0]];
-    (c.role == "StaticText" && !c.name.is_empty()).then_some(c.name.as_str())
-}
-
-/// Controls whose inner parts (date fields' spinbuttons) say nothing more than the control.
-fn opaque(role: &str) -> bool {
-    matches!(role, "Date" | "DateTime" | "InputTime" | "ColorWell")
-}
-
-fn line(snap: &Snapshot, i: usize, level: usize, out: &mut String) {
-    let n = &snap.nodes[i];
-    for _ in 0..level {
-        out.push(' ');
-    }
-    out.push_str(role_name(&n.role));
-    let name = if n.name.is_empty() {
-        sole_text(snap, i).unwrap_or("")
-    } else {
-        &n.name
-    };
-    if !name.is_empty() {
-        out.push_str(&format!(" \"{}\"", clip(name, 300)));
-    }
-    if let Some(r) = snap.ref_of(i) {
-        out.push_str(&format!(" [{r}]"));
-    }
-    out.push_str(&snap.attributes(i));
-    out.push('\n');
-}
-
-fn render(snap: &Snapshot, i: usize, level: u32, depth: u32, parent_name: &str, out: &mut String) {
-    let n = &snap.nodes[i];
-    if skipped(snap, i) {
-        for &c in &n.children {
-            render(snap, c, level, depth, parent_name, out);
-        }
-        return;
-    }
-    if level >= depth || redundant_label(snap, i) {
-        return;
-    }
-    if n.role == "StaticText" {
-        // Text already said by its parent's name is not repeated.
-        if !n.name.is_empty() && !parent_name.contains(n.name.as_str()) {
-            for _ in 0..level {
-                out.push(' ');
-            }
-            out.push_str(&format!("text \"{}\"\n", clip(&n.name, 500)));
-        }
-        return;
-    }
-    line(snap, i, level as usize, out);
-    if opaque(&n.role) {
-        return;
-    }
-    let name = if n.name.is_empty() {
-        sole_text(snap, i).unwrap_or("")
-    } else {
-        &n.name
-    };
-    for &c in &n.children {
-        render(snap, c, level + 1, depth, name, out);
-    }
-}
-
-fn collect_interactive(snap: &Snapshot, i: usize, level: u32, depth: u32, out: &mut Vec<usize>) {
-    if level >= depth {
-        return;
-    }
-    let next = if skipped(snap, i) { level } else { level + 1 };
-    if !snap.nodes[i].ignored && snap.is_interactive(i) {
-        out.push(i);
-    }
-    for &c in &snap.nodes[i].children {
-        collect_interactive(snap, c, next, depth, out);
-    }
-}
-
-/// The nodes that have a box within `NEAR_VIEWPORTS` viewport heights of the visible area.
-async fn in_or_near_viewport(snap: &Snapshot, nodes: &[usize], vh: i64) -> Vec<usize> {
-    let margin = vh as f64 * NEAR_VIEWPORTS;
-    let boxes = join_all(nodes.iter().map(|&i| async move {
-        match snap.nodes[i].backend {
-            Some(b) => refs::box_of(snap.tab, b).await.ok(),
-            None => None,
-        }
-    }))
-    .await;
-    nodes
-        .iter()
-        .zip(boxes)
-        .filter_map(|(&i, b)| {
-            let (_, y, _, h) = b?;
-            (y + h / 2.0 >= -margin && y - h / 2.0 <= vh as f64 + margin).then_some(i)
-        })
-        .collect()
-}
-
-fn too_big(snap: &Snapshot, size: usize, max: usize, depth: u32) -> String {
-    let regions: Vec<String> = snap
-        .nodes
-        .iter()
-        .enumerate()
-        .filter(|(_, n)| {
-            matches!(
-                n.role.as_str(),
-                "main"
-                    | "navigation"
-                    | "banner"
-                    | "contentinfo"
-                    | "complementary"
-                    | "form"
-                    | "region"
-                    | "search"
-                    | "article"
-            )
-        })
-        .take(12)
-        .filter_map(|(i, n)| {
-            let r = snap.ref_of(i)?;
-            Some(if n.name.is_empty() {
-                format!("{} [{r}]", role_name(&n.role))
-            } else {
-                format!("{} \"{}\" [{r}]", role_name(&n.role), clip(&n.name, 60))
-            })
-        })
-        .collect();
+fn too_big(regions: &[String], size: usize, max: usize, depth: u32) -> String {
     let smaller = (depth / 2).max(1);
     let mut msg = format!(
         "The page's tree is {size} characters, over max_chars ({max}). Call read_page with a smaller depth (e.g. depth: {smaller}), with filter: \"interactive\", or with ref_id set to the element whose subtree you need"
@@ -259,7 +326,8 @@ fn too_big(snap: &Snapshot, size: usize, max: usize, depth: u32) -> String {
     if regions.is_empty() {
         msg.push('.');
     } else {
-        msg.push_str(&format!(", e.g. one of: {}.", regions.join(", ")));
+        let shown: Vec<&str> = regions.iter().take(12).map(String::as_str).collect();
+        msg.push_str(&format!(", e.g. one of: {}.", shown.join(", ")));
     }
     msg
 }
