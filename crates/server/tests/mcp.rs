@@ -159,6 +159,18 @@ async fn send(ws: &mut Ws, v: Value) {
     ws.send(Message::text(v.to_string())).await.unwrap();
 }
 
+/// Whether `cmd` is the MCP server reading the page tools of the group on its own (for
+/// tools/list and its change checks): `tabs_context_mcp {createIfEmpty: false}` or
+/// `btcp_interfaces`.
+fn is_page_tools_read(cmd: &Value) -> bool {
+    cmd["type"] == "command"
+        && (cmd["tool"] == "btcp_interfaces"
+            || (cmd["tool"] == "tabs_context_mcp"
+                && cmd["args"] == json!({"createIfEmpty": false})))
+}
+
+/// The next text frame, answering the server's own page-tools reads on the way (this fake
+/// extension has no group).
 async fn next_json(ws: &mut Ws) -> Value {
     loop {
         let msg = tokio::time::timeout(WAIT, ws.next())
@@ -167,7 +179,14 @@ async fn next_json(ws: &mut Ws) -> Value {
             .expect("socket open")
             .expect("no error");
         match msg {
-            Message::Text(t) => return serde_json::from_str(t.as_str()).unwrap(),
+            Message::Text(t) => {
+                let v: Value = serde_json::from_str(t.as_str()).unwrap();
+                if is_page_tools_read(&v) {
+                    send(ws, json!({"type": "result", "commandId": v["id"], "error": "No automation group."})).await;
+                    continue;
+                }
+                return v;
+            }
             Message::Ping(_) | Message::Pong(_) => continue,
             other => panic!("expected a text frame, got {other:?}"),
         }
@@ -186,7 +205,12 @@ async fn close_code(ws: &mut Ws) -> (Option<u16>, Vec<Value>) {
                 let _ = tokio::time::timeout(WAIT, ws.next()).await;
                 return (frame.map(|f| u16::from(f.code)), frames);
             }
-            Some(Ok(Message::Text(t))) => frames.push(serde_json::from_str(t.as_str()).unwrap()),
+            Some(Ok(Message::Text(t))) => {
+                let v: Value = serde_json::from_str(t.as_str()).unwrap();
+                if !is_page_tools_read(&v) {
+                    frames.push(v);
+                }
+            }
             Some(Ok(_)) => continue,
             Some(Err(_)) | None => return (None, frames),
         }
