@@ -125,6 +125,29 @@ impl Backend {
         target: Option<String>,
         timeout: Duration,
     ) -> Result<CommandResult, String> {
+        self.run_with(tool, args, target, timeout, true).await
+    }
+
+    /// [`Self::run`] for the server's own reads (page tools): a server found gone is left for
+    /// the next client call to take over, so that call reports it.
+    async fn read(
+        &self,
+        tool: &str,
+        args: Map<String, Value>,
+        target: Option<String>,
+        timeout: Duration,
+    ) -> Result<CommandResult, String> {
+        self.run_with(tool, args, target, timeout, false).await
+    }
+
+    async fn run_with(
+        &self,
+        tool: &str,
+        args: Map<String, Value>,
+        target: Option<String>,
+        timeout: Duration,
+        take_over: bool,
+    ) -> Result<CommandResult, String> {
         match self {
             Backend::Relay(relay) => run_in(relay, tool, args, target, timeout).await,
             Backend::Forward(forward) => {
@@ -144,7 +167,7 @@ impl Backend {
                     .map_err(|e| format!("The forwarding task failed: {e}"))?;
                 match answer {
                     Ok(answer) => Ok(answer.result),
-                    Err(CallError::Unreachable { .. }) => {
+                    Err(CallError::Unreachable { .. }) if take_over => {
                         forward.take_over().await?;
                         Err(forward.took_over())
                     }
@@ -236,7 +259,7 @@ impl BrowserTools {
             read_group.insert("createIfEmpty".into(), false.into());
             let context = self
                 .backend
-                .run(
+                .read(
                     "tabs_context_mcp",
                     read_group,
                     target.clone(),
@@ -263,7 +286,7 @@ impl BrowserTools {
                     args.insert("tabId".into(), tab.into());
                     let answer = self
                         .backend
-                        .run("btcp_interfaces", args, target, PAGE_TOOLS_BUDGET)
+                        .read("btcp_interfaces", args, target, PAGE_TOOLS_BUDGET)
                         .await
                         .ok()?;
                     let tools = serde_json::from_str(first_text(&answer)?).ok()?;
