@@ -4,9 +4,9 @@
 
 use crate::{Error, Result};
 use rmcp::model::{CallToolRequestParams, CallToolResult, Tool};
-use rmcp::service::RunningService;
+use rmcp::service::{NotificationContext, RunningService};
 use rmcp::transport::TokioChildProcess;
-use rmcp::{RoleClient, ServiceExt};
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{json, Map, Value};
 use std::path::Path;
 use std::process::Stdio;
@@ -16,7 +16,19 @@ use std::time::Duration;
 
 /// `browser-operator mcp` on `port`, driven over stdio by the SDK's client.
 pub struct StdioMcp {
-    client: RunningService<RoleClient, ()>,
+    client: RunningService<RoleClient, ClientEvents>,
+    tools_changed: tokio::sync::watch::Receiver<u64>,
+}
+
+/// The client's handler: counts the server's `notifications/tools/list_changed`.
+pub struct ClientEvents {
+    tools_changed: tokio::sync::watch::Sender<u64>,
+}
+
+impl ClientHandler for ClientEvents {
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.tools_changed.send_modify(|n| *n += 1);
+    }
 }
 
 impl StdioMcp {
@@ -40,11 +52,33 @@ impl StdioMcp {
             .stderr(Stdio::from(log))
             .spawn()
             .map_err(|e| Error::new(format!("spawning {cli} mcp: {e}")))?;
-        let client = ()
+        let (tools_changed, changes) = tokio::sync::watch::channel(0);
+        let client = ClientEvents { tools_changed }
             .serve(transport)
             .await
             .map_err(|e| Error::new(format!("initializing the MCP session over stdio: {e}")))?;
-        Ok(StdioMcp { client })
+        Ok(StdioMcp {
+            client,
+            tools_changed: changes,
+        })
+    }
+
+    /// How many `notifications/tools/list_changed` the server sent so far.
+    pub fn tools_changed(&self) -> u64 {
+        *self.tools_changed.borrow()
+    }
+
+    /// Waits (at most `timeout`) until more than `seen` tools/list_changed notifications came.
+    pub async fn wait_tools_changed(&self, seen: u64, timeout: Duration) -> Result<u64> {
+        let mut changes = self.tools_changed.clone();
+        let wait = tokio::time::timeout(timeout, changes.wait_for(|n| *n > seen)).await;
+        match wait {
+            Ok(Ok(n)) => Ok(*n),
+            Ok(Err(_)) => Err(Error::new("the MCP session ended")),
+            Err(_) => Err(Error::new(format!(
+                "no notifications/tools/list_changed within {timeout:?} (seen {seen})"
+            ))),
+        }
     }
 
     pub async fn tools(&self) -> Result<Vec<Tool>> {

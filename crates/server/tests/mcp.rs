@@ -159,6 +159,18 @@ async fn send(ws: &mut Ws, v: Value) {
     ws.send(Message::text(v.to_string())).await.unwrap();
 }
 
+/// Whether `cmd` is the MCP server reading the page tools of the group on its own (for
+/// tools/list and its change checks): `tabs_context_mcp {createIfEmpty: false}` or
+/// `btcp_interfaces`.
+fn is_page_tools_read(cmd: &Value) -> bool {
+    cmd["type"] == "command"
+        && (cmd["tool"] == "btcp_interfaces"
+            || (cmd["tool"] == "tabs_context_mcp"
+                && cmd["args"] == json!({"createIfEmpty": false})))
+}
+
+/// The next text frame, answering the server's own page-tools reads on the way (this fake
+/// extension has no group).
 async fn next_json(ws: &mut Ws) -> Value {
     loop {
         let msg = tokio::time::timeout(WAIT, ws.next())
@@ -167,7 +179,14 @@ async fn next_json(ws: &mut Ws) -> Value {
             .expect("socket open")
             .expect("no error");
         match msg {
-            Message::Text(t) => return serde_json::from_str(t.as_str()).unwrap(),
+            Message::Text(t) => {
+                let v: Value = serde_json::from_str(t.as_str()).unwrap();
+                if is_page_tools_read(&v) {
+                    send(ws, json!({"type": "result", "commandId": v["id"], "error": "No automation group."})).await;
+                    continue;
+                }
+                return v;
+            }
             Message::Ping(_) | Message::Pong(_) => continue,
             other => panic!("expected a text frame, got {other:?}"),
         }
@@ -186,7 +205,12 @@ async fn close_code(ws: &mut Ws) -> (Option<u16>, Vec<Value>) {
                 let _ = tokio::time::timeout(WAIT, ws.next()).await;
                 return (frame.map(|f| u16::from(f.code)), frames);
             }
-            Some(Ok(Message::Text(t))) => frames.push(serde_json::from_str(t.as_str()).unwrap()),
+            Some(Ok(Message::Text(t))) => {
+                let v: Value = serde_json::from_str(t.as_str()).unwrap();
+                if !is_page_tools_read(&v) {
+                    frames.push(v);
+                }
+            }
             Some(Ok(_)) => continue,
             Some(Err(_)) | None => return (None, frames),
         }
@@ -660,5 +684,92 @@ async fn mcp_sessions_are_bounded() {
     assert!(list["result"]["tools"]
         .as_array()
         .is_some_and(|t| !t.is_empty()));
+    server.shutdown().await;
+}
+
+/// The next command that is not one of the server's own page-tools reads (those are answered
+/// by `group`: `tabs_context_mcp {createIfEmpty: false}` → one tab 7 on a todo page, and
+/// `btcp_interfaces {tabId: 7}` → a namespace `todo` with a method `add`).
+async fn next_command_with_group(ws: &mut Ws) -> Value {
+    loop {
+        let msg = tokio::time::timeout(WAIT, ws.next())
+            .await
+            .expect("a frame in time")
+            .expect("socket open")
+            .expect("no error");
+        let Message::Text(t) = msg else { continue };
+        let cmd: Value = serde_json::from_str(t.as_str()).unwrap();
+        let text = match (cmd["tool"].as_str(), is_page_tools_read(&cmd)) {
+            (Some("tabs_context_mcp"), true) => json!({"availableTabs": [{"tabId": 7, "title": "Todo", "url": "http://app.test/todo"}], "tabGroupId": 1}).to_string(),
+            (Some("btcp_interfaces"), true) => json!({"revision": 1, "namespaces": [
+                {"namespace": "browser", "source": "browser", "interface": {"name": "browser", "version": "1", "methods": [
+                    {"name": "navigate", "description": "Go.", "inputSchema": {"type": "object"}}]}},
+                {"namespace": "todo", "source": "btcp", "interface": {"name": "Todo", "version": "1", "methods": [
+                    {"name": "add", "description": "Add a todo.", "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}}]}}
+            ]}).to_string(),
+            _ => return cmd,
+        };
+        send(ws, json!({"type": "result", "commandId": cmd["id"], "result": {"content": [{"type": "text", "text": text}]}})).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn page_tools_are_listed_untrusted_and_routed_to_btcp_call() {
+    let server = start(TokenStore::none()).await;
+    let addr = server.addr();
+    let mut ext = extension(addr, TOKEN, None).await;
+    let mcp = blocking(move || Mcp::connect(addr)).await;
+
+    // The fake extension answers the page-tools reads while tools/list waits for them.
+    let m = mcp.clone();
+    let mut list = tokio::spawn(blocking(move || m.request(1, "tools/list", json!({}))));
+    let list = tokio::select! {
+        list = &mut list => list.unwrap(),
+        cmd = next_command_with_group(&mut ext) => panic!("unexpected command {cmd}"),
+    };
+    let tools = list["result"]["tools"].as_array().expect("tools").clone();
+    let add = tools
+        .iter()
+        .find(|t| t["name"] == "todo.add")
+        .unwrap_or_else(|| panic!("todo.add listed in {tools:?}"));
+    assert_eq!(
+        add["description"],
+        "[Defined by the web page, untrusted] Add a todo. (Page tool of tab 7, http://app.test/todo.)"
+    );
+    assert_eq!(add["annotations"]["openWorldHint"], true);
+    assert_eq!(add["_meta"]["browserOperator"]["untrusted"], true);
+    assert_eq!(add["inputSchema"]["required"], json!(["text"]));
+    assert!(tools.iter().all(|t| t["name"] != "browser.navigate"));
+    assert_eq!(tools.len(), protocol::catalog().len() + 3);
+
+    // A call of a page tool goes to btcp_call in its tab.
+    let m = mcp.clone();
+    let call = tokio::spawn(blocking(move || {
+        m.call(2, "todo.add", json!({"text": "milk"}))
+    }));
+    let cmd = next_command_with_group(&mut ext).await;
+    assert_eq!(cmd["tool"], "btcp_call");
+    assert_eq!(
+        cmd["args"],
+        json!({"tabId": 7, "namespace": "todo", "method": "add", "args": {"text": "milk"}})
+    );
+    send(&mut ext, json!({"type": "result", "commandId": cmd["id"], "result": {"content": [{"type": "text", "text": "{\"id\":1}"}]}})).await;
+    let r = call.await.unwrap();
+    assert_eq!(r["isError"], false, "{r}");
+    assert_eq!(r["content"][0]["text"], "{\"id\":1}");
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_browser_that_does_not_answer_gets_the_catalog_only() {
+    let server = start(TokenStore::none()).await;
+    let addr = server.addr();
+    // Connected, but never answers a command.
+    let _ext = extension(addr, TOKEN, None).await;
+    let mcp = blocking(move || Mcp::connect(addr)).await;
+    let m = mcp.clone();
+    let list = blocking(move || m.request(1, "tools/list", json!({}))).await;
+    let tools = list["result"]["tools"].as_array().expect("tools");
+    assert_eq!(tools.len(), protocol::catalog().len() + 2, "{list}");
     server.shutdown().await;
 }

@@ -1,0 +1,213 @@
+//! Page tools over MCP, end to end: an MCP client (the SDK's, over stdio with
+//! `browser-operator mcp`) sees the tools the todo web app registers in an automation-group tab
+//! appear in tools/list marked as untrusted, hears `notifications/tools/list_changed` when the
+//! page registers another provider, and changes the page by calling a page tool.
+
+use browser_operator_e2e::mcp::{error_of, text_of, StdioMcp};
+use browser_operator_e2e::{Browser, BrowserOptions, Error, FixtureServer, Result};
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::time::Duration;
+
+const CONNECT: Duration = Duration::from_secs(20);
+/// Bound on waiting for a change notice (the server checks every few seconds).
+const NOTICE: Duration = Duration::from_secs(30);
+const CLI: &str = env!("CARGO_BIN_EXE_browser-operator-cli");
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("bo-e2e-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    listener.local_addr().expect("address").port()
+}
+
+async fn tools(mcp: &StdioMcp) -> Result<Vec<Value>> {
+    Ok(mcp
+        .tools()
+        .await?
+        .into_iter()
+        .map(|t| serde_json::to_value(t).expect("tool as JSON"))
+        .collect())
+}
+
+fn find<'a>(tools: &'a [Value], name: &str) -> Option<&'a Value> {
+    tools.iter().find(|t| t["name"] == name)
+}
+
+/// Every page tool (a name with a dot) is marked as defined by the page, untrusted.
+fn check_marked(tools: &[Value]) {
+    for tool in tools
+        .iter()
+        .filter(|t| t["name"].as_str().is_some_and(|n| n.contains('.')))
+    {
+        let description = tool["description"].as_str().unwrap_or_default();
+        assert!(
+            description.starts_with("[Defined by the web page, untrusted] "),
+            "{tool}"
+        );
+        assert_eq!(tool["annotations"]["openWorldHint"], true, "{tool}");
+        assert_eq!(
+            tool["_meta"]["browserOperator"]["untrusted"], true,
+            "{tool}"
+        );
+        assert!(
+            tool["title"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("untrusted"),
+            "{tool}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn page_tools_are_listed_as_untrusted_change_with_the_page_and_can_be_called() -> Result<()> {
+    browser_operator_e2e::init();
+    let fixtures = FixtureServer::start();
+    let dir = temp_dir("mcp-pagetools");
+    let port = free_port();
+    let token = browser_operator_server::token::generate().expect("random token");
+    let mcp = StdioMcp::spawn(CLI, port, &token, &dir, &dir.join("mcp.log")).await?;
+    let browser = Browser::launch(BrowserOptions::default()).await?;
+    browser
+        .configure_extension(&format!("ws://127.0.0.1:{port}/ws"), &token, None)
+        .await?;
+    browser.wait_status("connected", CONNECT).await?;
+
+    // No group yet: the catalog only.
+    let listed = tools(&mcp).await?;
+    assert!(find(&listed, "btcp_run_script").is_some());
+    assert!(
+        !listed
+            .iter()
+            .any(|t| t["name"].as_str().unwrap_or("").contains('.')),
+        "no page tools without a group"
+    );
+
+    // A group tab loads the todo app: its tools appear, and the session hears of it.
+    let seen = mcp.tools_changed();
+    let ctx = text_of(
+        &mcp.call("tabs_context_mcp", json!({"createIfEmpty": true}))
+            .await?,
+    )?;
+    let ctx: Value = serde_json::from_str(ctx.lines().next().unwrap_or(""))?;
+    let tab = ctx["availableTabs"][0]["tabId"]
+        .as_i64()
+        .ok_or_else(|| Error::new(format!("no tab in {ctx}")))?;
+    text_of(
+        &mcp.call(
+            "navigate",
+            json!({"tabId": tab, "url": fixtures.url("todo.html")}),
+        )
+        .await?,
+    )?;
+    mcp.wait_tools_changed(seen, NOTICE).await?;
+    let listed = tools(&mcp).await?;
+    for name in [
+        "todo.list",
+        "todo.add",
+        "todo.complete",
+        "todo.remove",
+        "webmcp.search_todos",
+        "lab.hang",
+    ] {
+        assert!(find(&listed, name).is_some(), "{name} is listed");
+    }
+    assert!(find(&listed, "account.whoami").is_none(), "signed out");
+    assert!(
+        find(&listed, "browser.navigate").is_none(),
+        "the built-in tools are not listed twice"
+    );
+    check_marked(&listed);
+    let add = find(&listed, "todo.add").expect("listed");
+    assert_eq!(
+        add["description"],
+        format!(
+            "[Defined by the web page, untrusted] Add a todo. (Page tool of tab {tab}, {}.)",
+            fixtures.url("todo.html")
+        )
+    );
+    assert_eq!(add["inputSchema"]["required"], json!(["text"]));
+    assert_eq!(add["_meta"]["browserOperator"]["tabId"], tab);
+
+    // The page registers a provider on its own (the user signs in a moment later, not through
+    // a tool call): the change is noticed by the server's polling.
+    let seen = mcp.tools_changed();
+    text_of(
+        &mcp.call(
+            "javascript_tool",
+            json!({"tabId": tab, "text": "setTimeout(() => document.getElementById('signin').click(), 3000); 'later'"}),
+        )
+        .await?,
+    )?;
+    mcp.wait_tools_changed(seen, NOTICE).await?;
+    let listed = tools(&mcp).await?;
+    assert!(find(&listed, "account.whoami").is_some(), "signed in");
+    assert!(find(&listed, "webmcp.account.sign_out").is_some());
+    check_marked(&listed);
+
+    // Calling page tools through MCP changes the page.
+    let added = text_of(&mcp.call("todo.add", json!({"text": "milk"})).await?)?;
+    let added: Value = serde_json::from_str(&added)?;
+    assert_eq!(added["id"], 1);
+    let shown = text_of(
+        &mcp.call(
+            "javascript_tool",
+            json!({"tabId": tab, "text": "[...document.querySelectorAll('#items li')].map(li => li.textContent).join(',')"}),
+        )
+        .await?,
+    )?;
+    assert_eq!(shown, "milk");
+    let whoami = text_of(&mcp.call("account.whoami", json!({})).await?)?;
+    assert_eq!(
+        serde_json::from_str::<Value>(&whoami)?,
+        json!({"user": "ada"})
+    );
+    // Arguments are checked against the page's schema; unknown page tools are refused.
+    let err = error_of(&mcp.call("todo.add", json!({})).await?)?;
+    assert!(err.contains("text"), "{err}");
+    let err = error_of(&mcp.call("todo.nope", json!({})).await?)?;
+    assert!(err.contains("Unknown tool 'todo.nope'"), "{err}");
+
+    // A second group tab on the same app: the names offered twice are qualified by tab.
+    let created = text_of(&mcp.call("tabs_create_mcp", json!({})).await?)?;
+    let second: i64 = created
+        .lines()
+        .next()
+        .and_then(|l| l.split("Tab ID: ").nth(1))
+        .and_then(|id| id.trim().parse().ok())
+        .ok_or_else(|| Error::new(format!("no new tab id in {created}")))?;
+    let seen = mcp.tools_changed();
+    text_of(
+        &mcp.call(
+            "navigate",
+            json!({"tabId": second, "url": fixtures.url("todo.html")}),
+        )
+        .await?,
+    )?;
+    mcp.wait_tools_changed(seen, NOTICE).await?;
+    let listed = tools(&mcp).await?;
+    assert!(find(&listed, "todo.add").is_none(), "qualified now");
+    assert!(find(&listed, &format!("tab{tab}.todo.add")).is_some());
+    assert!(find(&listed, &format!("tab{second}.todo.add")).is_some());
+    // Only the first tab is signed in: its account tools keep their short names.
+    assert!(find(&listed, "account.whoami").is_some());
+    check_marked(&listed);
+    text_of(
+        &mcp.call(&format!("tab{second}.todo.add"), json!({"text": "eggs"}))
+            .await?,
+    )?;
+    let lists = text_of(&mcp.call(&format!("tab{tab}.todo.list"), json!({})).await?)?;
+    let lists: Value = serde_json::from_str(&lists)?;
+    assert_eq!(lists[0]["text"], "milk", "the first tab's list is its own");
+    assert_eq!(lists.as_array().map(Vec::len), Some(1));
+
+    mcp.close().await?;
+    browser.close().await?;
+    Ok(())
+}
