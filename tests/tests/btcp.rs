@@ -17,12 +17,22 @@ struct Setup {
 
 /// A connected browser whose automation group has one tab on the todo app.
 async fn todo_app() -> Result<Setup> {
+    todo_app_over("websocket").await
+}
+
+/// The same, connected over `transport` ("websocket", "sse-http", "http-poll", …).
+async fn todo_app_over(transport: &str) -> Result<Setup> {
     browser_operator_e2e::init();
     let fixtures = FixtureServer::start();
     let backend = Backend::start().await?;
     let browser = Browser::launch(BrowserOptions::default()).await?;
+    let url = if transport == "websocket" {
+        backend.ws_url()
+    } else {
+        backend.http_url()
+    };
     browser
-        .configure_extension(&backend.ws_url(), backend.token(), None)
+        .configure_transport(transport, &url, backend.token(), None)
         .await?;
     backend.wait_browsers(1, CONNECT).await?;
     browser.wait_status("connected", CONNECT).await?;
@@ -699,5 +709,42 @@ async fn escape_attempts_fail_cleanly_and_the_worker_keeps_serving() -> Result<(
         s.call("todo", "list", json!({})).await?,
         json!([{"id": 1, "text": "while waiting", "done": false}])
     );
+    Ok(())
+}
+
+/// Page tools and code mode go through the one dispatch path, so every transport carries them:
+/// discovered, called and scripted over SSE + HTTP and long and short polling, and called
+/// in-process through the direct transport.
+#[tokio::test]
+async fn page_tools_work_over_every_transport() -> Result<()> {
+    for transport in ["sse-http", "http-poll", "http-short-poll"] {
+        let s = todo_app_over(transport).await?;
+        let listed = s.json("btcp_interfaces", json!({"tabId": s.tab})).await?;
+        assert!(
+            listed.to_string().contains("\"todo\""),
+            "{transport}: {listed}"
+        );
+        assert_eq!(
+            s.call("todo", "add", json!({"text": "Buy milk"})).await?,
+            json!({"id": 1}),
+            "{transport}"
+        );
+        let out = s
+            .script("const items = await todo.list(); return items.length;")
+            .await?;
+        assert_eq!(out["result"], 1, "{transport}: {out}");
+        let worker = s.browser.worker().await?;
+        let direct = worker
+            .eval(&format!(
+                "self.browserOperator.run({{id: 'd', tool: 'btcp_call', args: {{tabId: {}, namespace: 'todo', method: 'list', args: {{}}}}}})",
+                s.tab
+            ))
+            .await?;
+        worker.detach().await?;
+        let text = direct["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or("");
+        assert!(text.contains("Buy milk"), "direct: {direct}");
+    }
     Ok(())
 }
