@@ -34,12 +34,18 @@ pub async fn run(
     mut outgoing: mpsc::UnboundedReceiver<CommandResult>,
     mut on_auth: impl FnMut(),
 ) -> Ended {
-    let wait = if long { LONG_POLL_WAIT_S } else { 0 };
     let base = config.command_url();
     let sep = if base.contains('?') { '&' } else { '?' };
-    let url = format!("{base}{sep}wait={wait}");
     let mut authenticated = false;
     loop {
+        // The first poll of a connection returns at once, so the user sees "connected" as
+        // soon as the backend accepts the token rather than when a long poll ends.
+        let wait = if long && authenticated {
+            LONG_POLL_WAIT_S
+        } else {
+            0
+        };
+        let url = format!("{base}{sep}wait={wait}");
         let abort = Abort::new();
         let poll = poll_once(config, &url, wait, abort.as_ref(), authenticated);
         let polled = match pump(poll, &mut outgoing, config).await {
