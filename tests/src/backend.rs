@@ -1,19 +1,23 @@
 //! The real reference server, in-process on a random loopback port, and the calls a backend
 //! makes to it: commands through `POST /commands` (the same client as `browser-operator call`)
-//! and `GET /status`.
+//! and `GET /status`. Each server has its own config directory for per-target tokens
+//! (`tokens.json`, also where /pair keeps the tokens it issues), kept across `start_again`.
 
 use crate::{Error, Result};
 use browser_operator_server::call::{self, Call, CallError};
+use browser_operator_server::tokens::{TokenStore, TOKENS_FILE};
 use browser_operator_server::{RunningServer, ServerConfig};
 use protocol::{CommandResult, ContentBlock, Outcome};
 use serde_json::{Map, Value};
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 pub struct Backend {
     server: Option<RunningServer>,
     addr: SocketAddr,
     token: String,
+    config_dir: PathBuf,
 }
 
 impl Backend {
@@ -24,18 +28,37 @@ impl Backend {
     }
 
     pub async fn start_at(addr: SocketAddr, token: String) -> Result<Backend> {
-        let server = RunningServer::start(ServerConfig::new(addr, token.clone()))
-            .await
-            .map_err(|e| Error::new(format!("starting the server on {addr}: {e}")))?;
+        let config_dir = std::env::temp_dir().join(format!("bo-e2e-backend-{:016x}", rand_u64()));
+        let server = Self::serve(addr, &token, &config_dir).await?;
         Ok(Backend {
             addr: server.addr(),
             server: Some(server),
             token,
+            config_dir,
         })
+    }
+
+    async fn serve(addr: SocketAddr, token: &str, config_dir: &Path) -> Result<RunningServer> {
+        let mut config = ServerConfig::new(addr, token);
+        config.tokens = TokenStore::at(config_dir.join(TOKENS_FILE));
+        RunningServer::start(config)
+            .await
+            .map_err(|e| Error::new(format!("starting the server on {addr}: {e}")))
+    }
+
+    /// The server's config directory (`BROWSER_OPERATOR_CONFIG_DIR` for the command line's
+    /// `token list|revoke`); created when the first per-target token is issued.
+    pub fn config_dir(&self) -> &Path {
+        &self.config_dir
     }
 
     pub fn token(&self) -> &str {
         &self.token
+    }
+
+    /// Where the server listens (the same across `start_again`).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
     }
 
     /// What a user pastes into Options.
@@ -54,10 +77,10 @@ impl Backend {
         }
     }
 
+    /// Starts the server again on the same port, with the same token and config directory.
     pub async fn start_again(&mut self) -> Result<()> {
         self.stop().await;
-        let again = Self::start_at(self.addr, self.token.clone()).await?;
-        self.server = again.server;
+        self.server = Some(Self::serve(self.addr, &self.token, &self.config_dir).await?);
         Ok(())
     }
 
@@ -158,6 +181,12 @@ impl Backend {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+    }
+}
+
+impl Drop for Backend {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.config_dir);
     }
 }
 

@@ -4,7 +4,7 @@
 //! origins, bad shapes, oversized fields; a ping answers without secrets.
 
 use browser_operator_e2e::{
-    js_string, Backend, Browser, BrowserOptions, FixtureServer, Page, Result,
+    js_string, Backend, Browser, BrowserOptions, Error, FixtureServer, Page, Result,
 };
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -22,23 +22,9 @@ async fn popup(browser: &Browser) -> Result<Page> {
     Ok(page)
 }
 
-/// The offer card's fields, or null when no card shows.
-async fn card(page: &Page) -> Result<Value> {
-    page.eval(
-        "document.querySelector('#offer').hidden ? null : {
-            brand: document.querySelector('#offer-brand').textContent,
-            origin: document.querySelector('#offer-origin').textContent,
-            server: document.querySelector('#offer-server').textContent,
-            transport: document.querySelector('#offer-transport').textContent }",
-    )
-    .await
-}
-
-#[tokio::test]
-async fn pairing_from_the_pair_page_as_a_person_does_it() -> Result<()> {
-    browser_operator_e2e::init();
-    let backend = Backend::start().await?;
-    let browser = Browser::launch(BrowserOptions::default()).await?;
+/// Opens the server's /pair page, checks that it found the extension, and clicks Connect: the
+/// page waits for the user's Accept in the popup.
+async fn ask_to_pair(browser: &Browser, backend: &Backend) -> Result<Page> {
     let pair = browser
         .open_page(&format!("{}/pair", backend.http_url()))
         .await?;
@@ -60,16 +46,42 @@ async fn pairing_from_the_pair_page_as_a_person_does_it() -> Result<()> {
         WAIT,
     )
     .await?;
+    Ok(pair)
+}
+
+/// The popup, once it shows the parked offer.
+async fn popup_with_offer(browser: &Browser) -> Result<Page> {
+    let page = popup(browser).await?;
+    page.wait_for("!document.querySelector('#offer').hidden", WAIT)
+        .await?;
+    Ok(page)
+}
+
+/// The offer card's fields, or null when no card shows.
+async fn card(page: &Page) -> Result<Value> {
+    page.eval(
+        "document.querySelector('#offer').hidden ? null : {
+            brand: document.querySelector('#offer-brand').textContent,
+            origin: document.querySelector('#offer-origin').textContent,
+            server: document.querySelector('#offer-server').textContent,
+            transport: document.querySelector('#offer-transport').textContent }",
+    )
+    .await
+}
+
+#[tokio::test]
+async fn pairing_from_the_pair_page_as_a_person_does_it() -> Result<()> {
+    browser_operator_e2e::init();
+    let backend = Backend::start().await?;
+    let browser = Browser::launch(BrowserOptions::default()).await?;
+    let pair = ask_to_pair(&browser, &backend).await?;
     assert_eq!(
         backend.browsers().await?,
         0,
         "nothing connects before the click in the popup"
     );
 
-    let popup = popup(&browser).await?;
-    popup
-        .wait_for("!document.querySelector('#offer').hidden", WAIT)
-        .await?;
+    let popup = popup_with_offer(&browser).await?;
     let shown = card(&popup).await?;
     assert_eq!(shown["origin"], backend.http_url());
     assert_eq!(
@@ -264,24 +276,8 @@ async fn popup_options_and_pair_pages_pass_an_accessibility_checker() -> Result<
     browser_operator_e2e::init();
     let backend = Backend::start().await?;
     let browser = Browser::launch(BrowserOptions::default()).await?;
-    let pair = browser
-        .open_page(&format!("{}/pair", backend.http_url()))
-        .await?;
-    pair.wait_for(
-        "document.querySelector('#presence').dataset.state === 'installed'",
-        WAIT,
-    )
-    .await?;
-    pair.click("#connect").await?;
-    pair.wait_for(
-        "document.querySelector('#state').dataset.state === 'waiting'",
-        WAIT,
-    )
-    .await?;
-    let popup = popup(&browser).await?;
-    popup
-        .wait_for("!document.querySelector('#offer').hidden", WAIT)
-        .await?;
+    let pair = ask_to_pair(&browser, &backend).await?;
+    let popup = popup_with_offer(&browser).await?;
     let options = browser.options_page().await?;
     // The checker itself works: a page with an unlabelled field and a nameless button fails.
     let bad = browser
@@ -368,5 +364,63 @@ async fn a_page_opened_before_the_extension_reloaded_is_ignored() -> Result<()> 
         pong.is_object(),
         "the reloaded page talks to the reloaded extension"
     );
+    Ok(())
+}
+
+/// `browser-operator <args>` against `backend`'s config directory and main token; its stdout.
+async fn cli(backend: &Backend, args: &[&str]) -> Result<String> {
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_browser-operator-cli"))
+        .args(args)
+        .env("BROWSER_OPERATOR_CONFIG_DIR", backend.config_dir())
+        .env("BROWSER_OPERATOR_TOKEN", backend.token())
+        .output()
+        .await
+        .map_err(|e| Error::new(format!("running browser-operator {args:?}: {e}")))?;
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    if !out.status.success() {
+        return Err(Error::new(format!(
+            "browser-operator {args:?} failed: {stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        )));
+    }
+    Ok(stdout)
+}
+
+#[tokio::test]
+async fn a_paired_browser_reconnects_after_a_server_restart_and_its_token_is_managed() -> Result<()>
+{
+    browser_operator_e2e::init();
+    let mut backend = Backend::start().await?;
+    let browser = Browser::launch(BrowserOptions::default()).await?;
+    ask_to_pair(&browser, &backend).await?;
+    popup_with_offer(&browser).await?.click("#accept").await?;
+    backend.wait_browsers(1, WAIT).await?;
+    let target = backend.status().await?["browsers"][0]["target"].clone();
+    let target = target.as_str().unwrap_or_default().to_string();
+    assert!(target.starts_with("browser-"), "{target}");
+
+    // The server restarts (same port, same config directory): the paired token still works.
+    backend.stop().await;
+    backend.start_again().await?;
+    backend.wait_browsers(1, Duration::from_secs(40)).await?;
+    assert_eq!(backend.status().await?["browsers"][0]["target"], target);
+    let text = backend
+        .text("tabs_context_mcp", json!({"createIfEmpty": true}))
+        .await?;
+    assert!(text.contains("availableTabs"), "{text}");
+
+    // `token list` shows it as paired; `token revoke` refuses it and closes the connection.
+    let listed = cli(&backend, &["token", "list"]).await?;
+    let line = listed
+        .lines()
+        .find(|l| l.contains(&target))
+        .unwrap_or_default();
+    assert!(line.contains("(paired via /pair)"), "{listed}");
+    let port = backend.addr().port().to_string();
+    let said = cli(&backend, &["token", "revoke", &target, "--port", &port]).await?;
+    assert!(said.contains("closed 1 live connection"), "{said}");
+    let status = browser.wait_status("error", WAIT).await?;
+    assert!(status.contains("token revoked"), "{status}");
+    assert_eq!(backend.browsers().await?, 0);
     Ok(())
 }

@@ -372,7 +372,8 @@ fn manage_tokens(action: TokenAction) -> ExitCode {
             Ok(tokens) => {
                 println!("{:<14}{:<30}CREATED (unix ms)", "ID", "TARGET");
                 for t in tokens {
-                    println!("{:<14}{:<30}{}", t.id, t.target, t.created);
+                    let via = if t.paired { "  (paired via /pair)" } else { "" };
+                    println!("{:<14}{:<30}{}{via}", t.id, t.target, t.created);
                 }
                 ExitCode::SUCCESS
             }

@@ -5,9 +5,10 @@
 //!
 //! Paths: `/browser/events` and `/browser/result` for the default target, and
 //! `/browser/{target}/events`, `/browser/{target}/result` for a named one (a commandPath of
-//! `/browser/{target}/events` in the extension's config).
+//! `/browser/{target}/events` in the extension's config). A per-target token (issued, or from
+//! the /pair page) connects only as its own target; on the default paths it becomes that target.
 
-use crate::guard::bearer_matches;
+use crate::guard::{constant_time_eq, parse_bearer};
 use crate::relay::{ConnectionId, Registration, DEFAULT_TARGET};
 use crate::AppState;
 use axum::body::{Body, Bytes};
@@ -88,9 +89,30 @@ fn error(status: StatusCode, message: impl Into<String>) -> Response {
     (status, Json(json!({"error": message.into()}))).into_response()
 }
 
-/// Whether the request carries a token this server accepts.
-pub(crate) fn authorized(app: &AppState, headers: &HeaderMap) -> bool {
-    bearer_matches(headers, &app.token) || app.pairing.accepts(headers)
+/// Whom a request's bearer token admits.
+enum Admitted {
+    /// The main token: any target.
+    Any,
+    /// A per-target token: its own target only.
+    Only(crate::tokens::IssuedToken),
+    Nobody,
+}
+
+fn admitted(app: &AppState, headers: &HeaderMap) -> Admitted {
+    let Some(presented) = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(parse_bearer)
+    else {
+        return Admitted::Nobody;
+    };
+    if constant_time_eq(presented.as_bytes(), app.token.as_bytes()) {
+        return Admitted::Any;
+    }
+    match app.tokens.find(presented) {
+        Some(issued) => Admitted::Only(issued),
+        None => Admitted::Nobody,
+    }
 }
 
 /// `GET /browser/events` (default target).
@@ -99,7 +121,7 @@ pub(crate) async fn events_default(
     Query(q): Query<StreamQuery>,
     headers: HeaderMap,
 ) -> Response {
-    events(app, DEFAULT_TARGET.to_string(), q, headers).await
+    events(app, None, q, headers).await
 }
 
 /// `GET /browser/{target}/events`.
@@ -109,18 +131,43 @@ pub(crate) async fn events_target(
     Query(q): Query<StreamQuery>,
     headers: HeaderMap,
 ) -> Response {
-    events(app, target, q, headers).await
+    events(app, Some(target), q, headers).await
 }
 
-async fn events(app: AppState, target: String, q: StreamQuery, headers: HeaderMap) -> Response {
+/// `target` is the one the path names (`None`: the default path).
+async fn events(
+    app: AppState,
+    target: Option<String>,
+    q: StreamQuery,
+    headers: HeaderMap,
+) -> Response {
     let connection = app.relay.http_request();
-    if !authorized(&app, &headers) {
-        app.relay.auth_failed();
-        crate::log(format_args!(
-            "auth failure on the command stream (request {connection})"
-        ));
-        return unauthorized();
-    }
+    let (target, token_id) = match admitted(&app, &headers) {
+        Admitted::Any => (target.unwrap_or_else(|| DEFAULT_TARGET.to_string()), None),
+        Admitted::Only(issued) => {
+            if target.as_ref().is_some_and(|t| *t != issued.target) {
+                return error(
+                    StatusCode::FORBIDDEN,
+                    format!(
+                        "This token is for target '{}'; use /browser/{}/events or /browser/events.",
+                        issued.target, issued.target
+                    ),
+                );
+            }
+            (issued.target, Some(issued.id))
+        }
+        Admitted::Nobody => {
+            app.relay.auth_failed();
+            crate::log(format_args!(
+                "auth failure on the command stream (request {connection})"
+            ));
+            return unauthorized();
+        }
+    };
+    let link = Link {
+        connection,
+        token_id,
+    };
     if let Err(why) = protocol::config::check_target(&target) {
         return error(StatusCode::BAD_REQUEST, format!("Invalid target: {why}"));
     }
@@ -130,23 +177,33 @@ async fn events(app: AppState, target: String, q: StreamQuery, headers: HeaderMa
                 app,
                 target,
                 Duration::from_secs(wait).min(MAX_POLL_WAIT),
-                connection,
+                link,
             )
             .await
         }
-        None => sse(app, target, connection),
+        None => sse(app, target, link),
     }
 }
 
-/// Registers `connection` for `target`, replacing an HTTP connection that holds it (the same
+/// One HTTP request's connection id and the per-target token it came with (`None`: the main
+/// token), so revoking that token disconnects it.
+struct Link {
+    connection: ConnectionId,
+    token_id: Option<String>,
+}
+
+/// Registers `link` for `target`, replacing an HTTP connection that holds it (the same
 /// browser reconnecting before the server noticed the old stream was gone).
 fn register(
     app: &AppState,
     target: &str,
-    connection: ConnectionId,
+    link: &Link,
 ) -> Result<(Registration, mpsc::UnboundedReceiver<ServerFrame>), Box<Response>> {
+    let (connection, token_id) = (link.connection, link.token_id.as_deref());
     let (tx, rx) = mpsc::unbounded_channel();
-    let mut first = app.relay.register(target, connection, tx.clone());
+    let mut first = app
+        .relay
+        .register_as(target, connection, tx.clone(), token_id);
     if first.is_err() {
         let mut http = app.http.lock();
         let held = http.holders.get(target).copied();
@@ -156,7 +213,7 @@ fn register(
                 http.mailboxes.remove(target);
             }
             drop(http);
-            first = app.relay.register(target, connection, tx);
+            first = app.relay.register_as(target, connection, tx, token_id);
         }
     }
     match first {
@@ -187,8 +244,9 @@ enum Step {
     End,
 }
 
-fn sse(app: AppState, target: String, connection: ConnectionId) -> Response {
-    let (registration, commands) = match register(&app, &target, connection) {
+fn sse(app: AppState, target: String, link: Link) -> Response {
+    let connection = link.connection;
+    let (registration, commands) = match register(&app, &target, &link) {
         Ok(r) => r,
         Err(response) => return *response,
     };
@@ -263,12 +321,13 @@ fn sse(app: AppState, target: String, connection: ConnectionId) -> Response {
     response
 }
 
-async fn poll(app: AppState, target: String, wait: Duration, connection: ConnectionId) -> Response {
+async fn poll(app: AppState, target: String, wait: Duration, link: Link) -> Response {
     let existing = app.http.lock().mailboxes.get(&target).cloned();
     let mailbox = match existing {
         Some(m) => m,
         None => {
-            let (registration, commands) = match register(&app, &target, connection) {
+            let connection = link.connection;
+            let (registration, commands) = match register(&app, &target, &link) {
                 Ok(r) => r,
                 Err(response) => return *response,
             };
@@ -391,7 +450,7 @@ pub(crate) async fn result(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    if !authorized(&app, &headers) {
+    if matches!(admitted(&app, &headers), Admitted::Nobody) {
         app.relay.auth_failed();
         return unauthorized();
     }

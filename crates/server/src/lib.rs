@@ -49,7 +49,8 @@ pub struct ServerConfig {
     pub token: String,
     pub command_timeout: Duration,
     pub auth_timeout: Duration,
-    /// Per-target tokens browsers may also connect with (none by default).
+    /// Per-target tokens browsers may also connect with, and where the /pair page keeps the
+    /// tokens it issues (none by default: pairing then says it has nowhere to keep them).
     pub tokens: tokens::TokenStore,
 }
 
@@ -90,7 +91,6 @@ pub(crate) struct AppState {
     pub(crate) live: LiveSessions,
     pub(crate) tokens: tokens::TokenStore,
     pub(crate) http: Arc<http::HttpState>,
-    pub(crate) pairing: Arc<pair::PairTokens>,
 }
 
 /// Counts the WebSocket sessions still running, so shutdown can wait for them: axum's
@@ -172,7 +172,6 @@ impl RunningServer {
             live: live.clone(),
             tokens: config.tokens,
             http: Arc::default(),
-            pairing: Arc::default(),
         };
         let mcp_stop = tokio_util::sync::CancellationToken::new();
         let router = router(app, addr.ip().is_loopback(), mcp_stop.clone());

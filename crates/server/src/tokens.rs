@@ -1,7 +1,9 @@
 //! Per-target tokens: issuing, listing and revoking them in `tokens.json` beside the main token
-//! file (owner-only permissions), and checking which one a browser presents. The file is the
-//! source of truth and is re-read at every check, so a token revoked by `browser-operator
-//! token revoke` in another process is refused from then on; closing its live connection is
+//! file (owner-only permissions), and checking which one a browser presents. Tokens issued by
+//! `browser-operator token issue` and by the /pair page both live here, so a paired browser
+//! reconnects after a server restart and `token list|revoke` see it. The file is the source of
+//! truth and is re-read at every check, so a token revoked by `browser-operator token revoke`
+//! in another process is refused from then on; closing its live connection is
 //! [`crate::relay::Relay::disconnect`]'s job.
 
 use crate::guard::constant_time_eq;
@@ -16,6 +18,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 pub const TOKENS_FILE: &str = "tokens.json";
 /// At most this many per-target tokens are stored.
 pub const MAX_TOKENS: usize = 256;
+/// At most this many of them come from the /pair page: past that, pairing again revokes the
+/// oldest paired token whose browser is not connected (a dismissed offer leaves one unused).
+pub const MAX_PAIRED: usize = 64;
 
 /// One issued token. `Debug` never shows the secret.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -27,6 +32,13 @@ pub struct IssuedToken {
     pub token: String,
     /// Unix time in milliseconds.
     pub created: u64,
+    /// Issued by the /pair page (not by `token issue`).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub paired: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 impl fmt::Debug for IssuedToken {
@@ -36,6 +48,7 @@ impl fmt::Debug for IssuedToken {
             .field("target", &self.target)
             .field("token", &"<hidden>")
             .field("created", &self.created)
+            .field("paired", &self.paired)
             .finish()
     }
 }
@@ -147,8 +160,35 @@ impl TokenStore {
 
     /// Issues a new random token for `target` and stores it.
     pub fn issue(&self, target: &str) -> Result<IssuedToken, StoreError> {
+        self.add(target, false, |_| true)
+    }
+
+    /// Issues a token for a browser paired through the /pair page. Beyond [`MAX_PAIRED`] paired
+    /// tokens, the oldest one whose target is not `connected` now is revoked first.
+    pub fn issue_paired(
+        &self,
+        target: &str,
+        connected: impl Fn(&str) -> bool,
+    ) -> Result<IssuedToken, StoreError> {
+        self.add(target, true, connected)
+    }
+
+    fn add(
+        &self,
+        target: &str,
+        paired: bool,
+        connected: impl Fn(&str) -> bool,
+    ) -> Result<IssuedToken, StoreError> {
         protocol::config::check_target(target).map_err(|e| StoreError::BadTarget(e.to_string()))?;
         let mut tokens = self.list()?;
+        if paired && tokens.iter().filter(|t| t.paired).count() >= MAX_PAIRED {
+            if let Some(oldest) = tokens
+                .iter()
+                .position(|t| t.paired && !connected(&t.target))
+            {
+                tokens.remove(oldest);
+            }
+        }
         if tokens.len() >= MAX_TOKENS {
             return Err(StoreError::Full);
         }
@@ -167,6 +207,7 @@ impl TokenStore {
                 .duration_since(UNIX_EPOCH)
                 .map(|d| d.as_millis() as u64)
                 .unwrap_or(0),
+            paired,
         };
         tokens.push(issued.clone());
         self.save(tokens)?;
@@ -260,6 +301,43 @@ mod tests {
         ));
         assert!(!format!("{a:?}").contains(&a.token));
         fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn paired_tokens_persist_and_the_oldest_unconnected_goes_past_the_bound() {
+        let (dir, store) = temp_store();
+        let manual = store.issue("laptop").expect("issue");
+        let first = store.issue_paired("browser-1", |_| false).expect("pair");
+        let second = store.issue_paired("browser-2", |_| false).expect("pair");
+        assert!(first.paired && !manual.paired);
+        // Another handle on the same file (a restarted server) knows it.
+        let again = TokenStore::at(store.path().expect("path"));
+        assert_eq!(again.find(&first.token), Some(first.clone()));
+        assert_eq!(again.revoke("browser-2").expect("revoke"), vec![second]);
+
+        // Full of paired tokens: the oldest whose browser is not connected makes room.
+        for i in 1..MAX_PAIRED {
+            store
+                .issue_paired(&format!("browser-x{i}"), |_| false)
+                .expect("pair");
+        }
+        let connected = |t: &str| t == "browser-1";
+        let newest = store
+            .issue_paired("browser-new", connected)
+            .expect("pair past the bound");
+        let kept = store.list().expect("list");
+        assert_eq!(kept.iter().filter(|t| t.paired).count(), MAX_PAIRED);
+        assert!(store.find(&first.token).is_some(), "a connected one stays");
+        assert!(
+            !kept.iter().any(|t| t.target == "browser-x1"),
+            "the oldest unconnected one went"
+        );
+        assert!(store.find(&newest.token).is_some());
+        assert!(
+            store.find(&manual.token).is_some(),
+            "issued tokens are never pruned"
+        );
+        fs::remove_dir_all(dir).expect("cleanup");
     }
 
     #[test]

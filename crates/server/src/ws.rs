@@ -189,11 +189,9 @@ async fn authenticate(app: &AppState, socket: &mut WebSocket) -> Auth {
             let asked = target
                 .map(|t| t.trim().to_string())
                 .filter(|t| !t.is_empty());
-            // The main token may connect as any target; a per-target token only as its own.
-            // A token handed out by the /pair page connects as the target of its offer.
-            let (target, token_id) = if constant_time_eq(token.as_bytes(), app.token.as_bytes())
-                || app.pairing.accepts_token(&token)
-            {
+            // The main token may connect as any target; a per-target token (issued, or handed
+            // out by the /pair page) only as its own.
+            let (target, token_id) = if constant_time_eq(token.as_bytes(), app.token.as_bytes()) {
                 (asked.unwrap_or_else(|| DEFAULT_TARGET.to_string()), None)
             } else if let Some(issued) = app.tokens.find(&token) {
                 if asked.as_ref().is_some_and(|t| *t != issued.target) {

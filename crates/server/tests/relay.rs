@@ -1,6 +1,7 @@
 //! The server in-process, driven by a fake extension over a real WebSocket and by raw HTTP
 //! requests: auth, routing, errors and their status codes, shutdown and restart.
 
+use browser_operator_server::tokens::{TokenStore, TOKENS_FILE};
 use browser_operator_server::{RunningServer, ServerConfig};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
@@ -500,5 +501,101 @@ async fn shutdown_closes_sockets_and_the_port_can_be_reused() {
     .await;
     assert_eq!(call.await.unwrap().0, 200);
     assert_eq!(status(addr).await["wsConnections"], 1);
+    server.shutdown().await;
+}
+
+/// A fresh token store in its own directory.
+fn token_store(name: &str) -> (std::path::PathBuf, TokenStore) {
+    let dir = std::env::temp_dir().join(format!("bo-relay-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let store = TokenStore::at(dir.join(TOKENS_FILE));
+    (dir, store)
+}
+
+async fn start_with_store(addr: SocketAddr, store: &TokenStore) -> RunningServer {
+    let mut config = ServerConfig::new(addr, TOKEN);
+    config.tokens = store.clone();
+    RunningServer::start(config).await.expect("server starts")
+}
+
+/// `POST /pair/offer` as the /pair page sends it: the offer's target and token.
+async fn pair_offer(addr: SocketAddr) -> (String, String) {
+    let origin = format!("http://{addr}");
+    let (code, body) = http(addr, "POST /pair/offer", &[("Origin", &origin)], "").await;
+    assert_eq!(code, 200, "{body}");
+    let v: Value = serde_json::from_str(&body).expect("JSON offer");
+    let config = &v["offer"]["config"];
+    assert_eq!(config["target"], v["target"]);
+    let text = |v: &Value| v.as_str().expect("a string").to_string();
+    (text(&v["target"]), text(&config["token"]))
+}
+
+#[tokio::test]
+async fn a_paired_token_outlives_a_restart_and_is_revoked_like_any_other() {
+    let (dir, store) = token_store("paired");
+    let server = start_with_store(local(), &store).await;
+    let addr = server.addr();
+    let (target, token) = pair_offer(addr).await;
+    let (code, _) = http(
+        addr,
+        "POST /pair/offer",
+        &[("Origin", "http://evil.example")],
+        "",
+    )
+    .await;
+    assert_eq!(code, 403, "another site's page gets no offer");
+    let listed = store.list().expect("list");
+    assert_eq!(listed.len(), 1);
+    assert!(listed[0].paired && listed[0].target == target);
+    server.shutdown().await;
+
+    // A restarted server on the same store accepts the paired browser as its target only.
+    let server = start_with_store(addr, &store).await;
+    let mut other = connect(addr).await;
+    send(
+        &mut other,
+        json!({"type": "auth", "token": token, "target": "someone-else"}),
+    )
+    .await;
+    assert_eq!(next_json(&mut other).await["type"], "error");
+    let mut ws = connect(addr).await;
+    send(&mut ws, json!({"type": "auth", "token": token})).await;
+    assert_eq!(next_json(&mut ws).await, json!({"type": "auth_ok"}));
+    assert_eq!(status(addr).await["browsers"][0]["target"], json!(target));
+
+    // Revoking it (what `token revoke` does) refuses it and closes the live connection.
+    let id = listed[0].id.clone();
+    store.revoke(&id).expect("revoke");
+    let body = json!({"tokenId": id, "reason": "token revoked"}).to_string();
+    let (code, said) = http(addr, "POST /disconnect", &[BEARER], &body).await;
+    assert_eq!(code, 200, "{said}");
+    assert_eq!(close_code(&mut ws).await, Some(4001));
+    let mut again = connect(addr).await;
+    send(&mut again, json!({"type": "auth", "token": token})).await;
+    assert_eq!(close_code(&mut again).await, Some(4001));
+
+    // Over HTTP too: a paired token polls as its own target (the default path becomes it),
+    // not as another.
+    let (target, token) = pair_offer(addr).await;
+    let bearer = format!("Bearer {token}");
+    let auth = [("Authorization", bearer.as_str())];
+    let (code, body) = http(addr, "GET /browser/events?wait=0", &auth, "").await;
+    assert_eq!((code, body.as_str()), (200, r#"{"commands":[]}"#));
+    assert_eq!(status(addr).await["browsers"][0]["target"], json!(target));
+    let (code, body) = http(addr, "GET /browser/elsewhere/events?wait=0", &auth, "").await;
+    assert_eq!(code, 403);
+    assert!(body.contains(&target), "{body}");
+    server.shutdown().await;
+    std::fs::remove_dir_all(dir).expect("cleanup");
+}
+
+#[tokio::test]
+async fn pairing_without_a_token_store_says_why() {
+    let server = start().await;
+    let addr = server.addr();
+    let origin = format!("http://{addr}");
+    let (code, body) = http(addr, "POST /pair/offer", &[("Origin", &origin)], "").await;
+    assert_eq!(code, 500);
+    assert!(body.contains("no config directory"), "{body}");
     server.shutdown().await;
 }

@@ -1,9 +1,8 @@
 //! One-click pairing on the server: the `/pair` page (detects the extension, posts a pair-offer
-//! with a token issued for this browser, shows when that browser connected), its two
-//! same-origin endpoints, and the issued tokens, accepted by every transport besides the
-//! server's main token. Tokens are kept in memory: a restarted server forgets them (pair again).
+//! with a token issued for this browser, shows when that browser connected) and its two
+//! same-origin endpoints. The token is a per-target token in the server's token store
+//! ([`crate::tokens`]), so it outlives a restart and `token list|revoke` manage it.
 
-use crate::guard::{constant_time_eq, parse_bearer};
 use crate::AppState;
 use axum::body::Bytes;
 use axum::extract::State;
@@ -11,7 +10,6 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Value};
-use std::sync::Mutex;
 
 const PAGE: &str = include_str!("page.html");
 
@@ -38,6 +36,14 @@ fn forbidden() -> Response {
         .into_response()
 }
 
+fn failed(why: impl std::fmt::Display) -> Response {
+    (
+        StatusCode::INTERNAL_SERVER_ERROR,
+        Json(json!({"error": why.to_string()})),
+    )
+        .into_response()
+}
+
 /// `POST /pair/offer`: a token issued for a new target, in the shape of a pair-offer.
 pub(crate) async fn offer(State(app): State<AppState>, headers: HeaderMap) -> Response {
     if !same_origin(&headers) {
@@ -46,30 +52,30 @@ pub(crate) async fn offer(State(app): State<AppState>, headers: HeaderMap) -> Re
     let mut random = [0u8; 3];
     let target = match getrandom::fill(&mut random) {
         Ok(()) => format!("browser-{}", crate::token::hex(&random)),
-        Err(e) => {
-            return (
-                StatusCode::INTERNAL_SERVER_ERROR,
-                Json(json!({"error": e.to_string()})),
-            )
-                .into_response()
-        }
+        Err(e) => return failed(e),
     };
-    let token = match app.pairing.issue(&target) {
-        Ok(t) => t,
-        Err(e) => {
-            return (
-                StatusCode::INTERNAL_SERVER_ERROR,
-                Json(json!({"error": e.to_string()})),
-            )
-                .into_response()
-        }
+    if app.tokens.path().is_none() {
+        return failed(format!(
+            "This server has no config directory to keep pairing tokens in: set {} or HOME and restart it.",
+            crate::token::CONFIG_DIR_ENV
+        ));
+    }
+    let connected: Vec<String> = app.relay.browsers().into_iter().map(|b| b.target).collect();
+    let token = match app
+        .tokens
+        .issue_paired(&target, |t| connected.iter().any(|c| c == t))
+    {
+        Ok(t) => t.token,
+        Err(e) => return failed(e),
     };
     let host = headers
         .get(header::HOST)
         .and_then(|v| v.to_str().ok())
         .map(str::to_string)
         .unwrap_or_else(|| app.addr.to_string());
-    crate::log(format_args!("issued a pairing token for target '{target}'"));
+    crate::log(format_args!(
+        "issued a pairing token for target '{target}' (kept in the token store)"
+    ));
     Json(json!({
         "target": target,
         "offer": {
@@ -100,61 +106,4 @@ pub(crate) async fn status(
         .unwrap_or_default();
     let connected = app.relay.browsers().iter().any(|b| b.target == target);
     Json(json!({ "connected": connected })).into_response()
-}
-
-/// At most this many paired browsers are remembered; the oldest token is forgotten first.
-pub const MAX_PAIRED: usize = 64;
-
-#[derive(Default)]
-pub struct PairTokens {
-    /// (token, target), oldest first.
-    issued: Mutex<Vec<(String, String)>>,
-}
-
-impl PairTokens {
-    /// Issues a fresh token for a browser that will connect as `target`.
-    pub fn issue(&self, target: &str) -> std::io::Result<String> {
-        let token = crate::token::generate()?;
-        let mut issued = self.issued.lock().unwrap_or_else(|e| e.into_inner());
-        if issued.len() >= MAX_PAIRED {
-            issued.remove(0);
-        }
-        issued.push((token.clone(), target.to_string()));
-        Ok(token)
-    }
-
-    /// Whether `token` was issued here.
-    pub fn accepts_token(&self, token: &str) -> bool {
-        let issued = self.issued.lock().unwrap_or_else(|e| e.into_inner());
-        // Compare with every entry so the time does not depend on which one matched.
-        issued.iter().fold(false, |ok, (t, _)| {
-            constant_time_eq(t.as_bytes(), token.as_bytes()) | ok
-        })
-    }
-
-    /// Whether the request's bearer token was issued here.
-    pub fn accepts(&self, headers: &HeaderMap) -> bool {
-        headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(parse_bearer)
-            .is_some_and(|t| self.accepts_token(t))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn issued_tokens_are_accepted_and_bounded() {
-        let p = PairTokens::default();
-        let first = p.issue("a").unwrap();
-        assert!(p.accepts_token(&first));
-        assert!(!p.accepts_token("nope"));
-        for i in 0..MAX_PAIRED {
-            p.issue(&format!("t{i}")).unwrap();
-        }
-        assert!(!p.accepts_token(&first), "the oldest is forgotten");
-    }
 }
