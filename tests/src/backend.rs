@@ -61,6 +61,16 @@ impl Backend {
         self.addr
     }
 
+    /// The server URL a user types into Options for `transport` (`ws://…/ws` for "websocket",
+    /// `http://…` for the HTTP transports).
+    pub fn url_for(&self, transport: &str) -> String {
+        if transport == "websocket" {
+            self.ws_url()
+        } else {
+            self.http_url()
+        }
+    }
+
     /// What a user pastes into Options.
     pub fn ws_url(&self) -> String {
         format!("ws://{}/ws", self.addr)
@@ -136,6 +146,47 @@ impl Backend {
             Outcome::Result { result } => Err(Error::new(format!(
                 "{tool} {args} should have failed but returned: {}",
                 result.joined_text()
+            ))),
+        }
+    }
+
+    /// `javascript_tool` in `tab`: what `code` evaluated to, as text (an error fails).
+    pub async fn js(&self, tab: i64, code: &str) -> Result<String> {
+        self.text(
+            "javascript_tool",
+            serde_json::json!({"tabId": tab, "text": code}),
+        )
+        .await
+    }
+
+    /// `navigate` in `tab`: the tool's answer ("Navigated to …").
+    pub async fn navigate(&self, tab: i64, url: &str) -> Result<String> {
+        self.text("navigate", serde_json::json!({"tabId": tab, "url": url}))
+            .await
+    }
+
+    /// `tabs_create_mcp`: the new tab's id.
+    pub async fn new_tab(&self) -> Result<i64> {
+        created_tab_id(&self.text("tabs_create_mcp", serde_json::json!({})).await?)
+    }
+
+    /// `tabs_context_mcp` with `createIfEmpty: true`: the automation group's first tab id and
+    /// the group id.
+    pub async fn first_tab(&self) -> Result<(i64, i64)> {
+        let text = self
+            .text(
+                "tabs_context_mcp",
+                serde_json::json!({"createIfEmpty": true}),
+            )
+            .await?;
+        let ctx = tabs_context(&text);
+        match (
+            ctx["availableTabs"][0]["tabId"].as_i64(),
+            ctx["tabGroupId"].as_i64(),
+        ) {
+            (Some(tab), Some(group)) => Ok((tab, group)),
+            _ => Err(Error::new(format!(
+                "no tab in the automation group: {text}"
             ))),
         }
     }
@@ -218,6 +269,21 @@ impl Caller {
             })
         })
     }
+}
+
+/// The new tab's id in a `tabs_create_mcp` result ("… Tab ID: 123 …").
+pub fn created_tab_id(text: &str) -> Result<i64> {
+    text.split("Tab ID: ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|id| id.parse().ok())
+        .ok_or_else(|| Error::new(format!("no new tab id in {text}")))
+}
+
+/// The JSON first line of a `tabs_context_mcp` result (`Null` when it is not JSON, e.g. "No
+/// automation tab group exists…").
+pub fn tabs_context(text: &str) -> Value {
+    serde_json::from_str(text.lines().next().unwrap_or("")).unwrap_or(Value::Null)
 }
 
 /// The image blocks of a result.

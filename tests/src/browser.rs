@@ -609,6 +609,22 @@ impl Browser {
         Ok(page)
     }
 
+    /// Open the extension's popup (the toolbar button's page) and wait until it has shown the
+    /// worker's state.
+    pub async fn popup_page(&self) -> Result<Page> {
+        let url = format!(
+            "chrome-extension://{}/extension/popup.html",
+            self.extension_id().await?
+        );
+        let page = self.open_page(&url).await?;
+        page.wait_for("document.body.dataset.ready === 'true'", PAGE_TIMEOUT)
+            .await
+            .map_err(|e| {
+                e.context("opening the popup (waiting for it to show the worker's state)")
+            })?;
+        Ok(page)
+    }
+
     /// Configure the extension through its Options page, as a user would: choose the
     /// WebSocket transport, type the server URL, token and (optionally) target, click
     /// Save, wait until the page took it, and close the page.

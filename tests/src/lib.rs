@@ -22,7 +22,7 @@ pub mod error;
 pub mod fixtures;
 pub mod mcp;
 
-pub use backend::{images, Backend, Caller};
+pub use backend::{created_tab_id, images, tabs_context, Backend, Caller};
 pub use browser::{js_string, Browser, BrowserOptions, Page, Session, TargetInfo};
 pub use cdp::{wait_event_on, Cdp, Event};
 pub use error::{Error, Result, ResultExt};
@@ -51,15 +51,75 @@ pub fn init() {
 /// The usual start of a browser test: fixtures, a fresh server, and Chromium whose extension
 /// was configured through its Options page and is connected.
 pub async fn connected() -> Result<(FixtureServer, Backend, Browser)> {
+    connected_over("websocket").await
+}
+
+/// [`connected`] over `transport` ("websocket", "sse-http", "http-poll", "http-short-poll").
+pub async fn connected_over(transport: &str) -> Result<(FixtureServer, Backend, Browser)> {
     init();
     let fixtures = FixtureServer::start();
     let backend = Backend::start().await?;
     let browser = Browser::launch(BrowserOptions::default()).await?;
+    connect(&browser, &backend, transport).await?;
+    Ok((fixtures, backend, browser))
+}
+
+/// Configures `browser` through its Options page to connect to `backend` over `transport` with
+/// the main token, and waits until both sides say it is connected.
+pub async fn connect(browser: &Browser, backend: &Backend, transport: &str) -> Result<()> {
     browser
-        .configure_extension(&backend.ws_url(), backend.token(), None)
+        .configure_transport(
+            transport,
+            &backend.url_for(transport),
+            backend.token(),
+            None,
+        )
         .await?;
-    let wait = std::time::Duration::from_secs(20);
+    let wait = std::time::Duration::from_secs(30);
     backend.wait_browsers(1, wait).await?;
     browser.wait_status("connected", wait).await?;
-    Ok((fixtures, backend, browser))
+    Ok(())
+}
+
+/// A benchmark's first command-line argument as a count (rounds, calls), else `default`.
+pub fn count_arg(default: usize) -> usize {
+    std::env::args()
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(default)
+}
+
+/// A fresh, empty directory under the system's temporary directory, named after `name` and
+/// this process.
+pub fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("bo-e2e-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("a temporary directory");
+    dir
+}
+
+/// A loopback port nothing listens on now.
+pub fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    listener.local_addr().expect("its address").port()
+}
+
+/// The `browser-operator-cli` built beside the running program (for the benchmarks, which are
+/// binaries of this crate: `cargo build --release -p browser-operator-e2e --bins` builds both).
+pub fn cli_beside_this_program() -> Result<PathBuf> {
+    let exe = std::env::current_exe().map_err(|e| Error::new(e.to_string()))?;
+    let cli = exe.with_file_name("browser-operator-cli");
+    if !cli.is_file() {
+        return Err(Error::new(format!(
+            "{} is missing: cargo build --release -p browser-operator-e2e --bins",
+            cli.display()
+        )));
+    }
+    Ok(cli)
+}
+
+/// The middle value (upper middle for an even count), for benchmark reports.
+pub fn median<T: Ord + Copy>(mut values: Vec<T>) -> T {
+    values.sort();
+    values[values.len() / 2]
 }

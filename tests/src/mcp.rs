@@ -2,7 +2,7 @@
 //! over stdio with the official SDK's client, and a small streamable-HTTP JSON-RPC client for a
 //! server's `/mcp` endpoint.
 
-use crate::{Error, Result};
+use crate::{Browser, BrowserOptions, Error, Result};
 use rmcp::model::{CallToolRequestParams, CallToolResult, Tool};
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::transport::TokioChildProcess;
@@ -88,6 +88,15 @@ impl StdioMcp {
             .map_err(|e| Error::new(format!("tools/list: {e}")))
     }
 
+    /// tools/list, each tool as the JSON the server sent.
+    pub async fn tools_json(&self) -> Result<Vec<Value>> {
+        self.tools()
+            .await?
+            .into_iter()
+            .map(|t| Ok(serde_json::to_value(t)?))
+            .collect()
+    }
+
     /// `tools/call`, as the JSON the client received.
     pub async fn call(&self, tool: &str, args: Value) -> Result<Value> {
         let args = args.as_object().cloned().unwrap_or_default();
@@ -99,6 +108,32 @@ impl StdioMcp {
         Ok(serde_json::to_value(result)?)
     }
 
+    /// `tools/call`'s text; an error result fails with its message.
+    pub async fn text(&self, tool: &str, args: Value) -> Result<String> {
+        text_of(&self.call(tool, args).await?)
+    }
+
+    /// `tabs_context_mcp` with `createIfEmpty: true`: the automation group's first tab id.
+    pub async fn first_tab(&self) -> Result<i64> {
+        let text = self
+            .text("tabs_context_mcp", json!({"createIfEmpty": true}))
+            .await?;
+        crate::tabs_context(&text)["availableTabs"][0]["tabId"]
+            .as_i64()
+            .ok_or_else(|| Error::new(format!("no tab in {text}")))
+    }
+
+    /// `tabs_create_mcp`: the new tab's id.
+    pub async fn new_tab(&self) -> Result<i64> {
+        crate::created_tab_id(&self.text("tabs_create_mcp", json!({})).await?)
+    }
+
+    /// `navigate` in `tab`: the tool's answer.
+    pub async fn navigate(&self, tab: i64, url: &str) -> Result<String> {
+        self.text("navigate", json!({"tabId": tab, "url": url}))
+            .await
+    }
+
     /// Closes stdin, which ends the `mcp` process.
     pub async fn close(self) -> Result<()> {
         self.client
@@ -107,6 +142,25 @@ impl StdioMcp {
             .map(|_| ())
             .map_err(|e| Error::new(format!("closing the MCP session: {e}")))
     }
+}
+
+/// `browser-operator mcp` (the command line `cli`) on a free port with a fresh token and `dir` as
+/// its config directory (its log in `dir/mcp.log`), and a browser configured through Options,
+/// as a user does, to connect to the relay it runs. The token is returned too, e.g. to check
+/// that it is never logged.
+pub async fn stdio_with_browser(cli: &str, dir: &Path) -> Result<(StdioMcp, Browser, String)> {
+    let port = crate::free_port();
+    let token = browser_operator_server::token::generate()
+        .map_err(|e| Error::new(format!("a random token: {e}")))?;
+    let mcp = StdioMcp::spawn(cli, port, &token, dir, &dir.join("mcp.log")).await?;
+    let browser = Browser::launch(BrowserOptions::default()).await?;
+    browser
+        .configure_extension(&format!("ws://127.0.0.1:{port}/ws"), &token, None)
+        .await?;
+    browser
+        .wait_status("connected", Duration::from_secs(30))
+        .await?;
+    Ok((mcp, browser, token))
 }
 
 /// A streamable-HTTP MCP session with a server's `/mcp` (plain JSON-RPC over HTTP POST).

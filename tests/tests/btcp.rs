@@ -2,11 +2,9 @@
 //! a backend discovers and calls them over the protocol (WebSocket transport, real server) and
 //! runs code-mode scripts; escape attempts fail cleanly while the worker keeps serving.
 
-use browser_operator_e2e::{Backend, Browser, BrowserOptions, FixtureServer, Result};
+use browser_operator_e2e::{connected_over, Backend, Browser, FixtureServer, Result};
 use serde_json::{json, Value};
 use std::time::Duration;
-
-const CONNECT: Duration = Duration::from_secs(20);
 
 struct Setup {
     fixtures: FixtureServer,
@@ -22,31 +20,9 @@ async fn todo_app() -> Result<Setup> {
 
 /// The same, connected over `transport` ("websocket", "sse-http", "http-poll", …).
 async fn todo_app_over(transport: &str) -> Result<Setup> {
-    browser_operator_e2e::init();
-    let fixtures = FixtureServer::start();
-    let backend = Backend::start().await?;
-    let browser = Browser::launch(BrowserOptions::default()).await?;
-    let url = if transport == "websocket" {
-        backend.ws_url()
-    } else {
-        backend.http_url()
-    };
-    browser
-        .configure_transport(transport, &url, backend.token(), None)
-        .await?;
-    backend.wait_browsers(1, CONNECT).await?;
-    browser.wait_status("connected", CONNECT).await?;
-    let ctx = backend
-        .text("tabs_context_mcp", json!({"createIfEmpty": true}))
-        .await?;
-    let ctx: Value = serde_json::from_str(ctx.lines().next().unwrap_or(""))?;
-    let tab = ctx["availableTabs"][0]["tabId"].as_i64().expect("a tab id");
-    backend
-        .text(
-            "navigate",
-            json!({"tabId": tab, "url": fixtures.url("todo.html")}),
-        )
-        .await?;
+    let (fixtures, backend, browser) = connected_over(transport).await?;
+    let (tab, _) = backend.first_tab().await?;
+    backend.navigate(tab, &fixtures.url("todo.html")).await?;
     Ok(Setup {
         fixtures,
         backend,
@@ -62,9 +38,7 @@ impl Setup {
 
     /// Evaluates in the app's page (as the page itself would).
     async fn page(&self, expr: &str) -> Result<String> {
-        self.backend
-            .text("javascript_tool", json!({"tabId": self.tab, "text": expr}))
-            .await
+        self.backend.js(self.tab, expr).await
     }
 
     async fn call(&self, namespace: &str, method: &str, args: Value) -> Result<Value> {

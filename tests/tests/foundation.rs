@@ -2,16 +2,13 @@
 //! Options page like a user does, driven through the real server's command API.
 
 use base64::Engine;
-use browser_operator_e2e::{connected, images, Backend, Browser, BrowserOptions, Result};
+use browser_operator_e2e::{
+    connected, images, tabs_context, Backend, Browser, BrowserOptions, Result,
+};
 use serde_json::{json, Value};
 use std::time::Duration;
 
 const CONNECT: Duration = Duration::from_secs(20);
-
-/// The JSON first line of a tabs_context_mcp result.
-fn context(text: &str) -> Value {
-    serde_json::from_str(text.lines().next().unwrap_or("")).expect("first line is JSON")
-}
 
 fn first_tab(ctx: &Value) -> i64 {
     ctx["availableTabs"][0]["tabId"].as_i64().expect("a tab id")
@@ -27,7 +24,7 @@ async fn a_backend_drives_a_tab_in_the_automation_group() -> Result<()> {
         "No automation tab group exists. Use createIfEmpty: true to create one."
     );
 
-    let ctx = context(
+    let ctx = tabs_context(
         &backend
             .text("tabs_context_mcp", json!({"createIfEmpty": true}))
             .await?,
@@ -40,7 +37,7 @@ async fn a_backend_drives_a_tab_in_the_automation_group() -> Result<()> {
     let group = ctx["tabGroupId"].as_i64().expect("group id");
     let tab = first_tab(&ctx);
     // Asking again finds the same group instead of making another.
-    let again = context(
+    let again = tabs_context(
         &backend
             .text("tabs_context_mcp", json!({"createIfEmpty": true}))
             .await?,
@@ -48,31 +45,18 @@ async fn a_backend_drives_a_tab_in_the_automation_group() -> Result<()> {
     assert_eq!(again["tabGroupId"].as_i64(), Some(group));
 
     let url = fixtures.url("hello.html");
-    let nav = backend
-        .text("navigate", json!({"tabId": tab, "url": url}))
-        .await?;
+    let nav = backend.navigate(tab, &url).await?;
     assert_eq!(nav, format!("Navigated to {url}"));
-    let title = backend
-        .text(
-            "javascript_tool",
-            json!({"tabId": tab, "text": "document.title"}),
-        )
-        .await?;
+    let title = backend.js(tab, "document.title").await?;
     assert_eq!(title, "Fixture: hello");
 
     // REPL semantics: top-level await, last expression, objects as JSON, errors with their line.
     let v = backend
-        .text(
-            "javascript_tool",
-            json!({"tabId": tab, "text": "const a = await Promise.resolve(20);\na + 22"}),
-        )
+        .js(tab, "const a = await Promise.resolve(20);\na + 22")
         .await?;
     assert_eq!(v, "42");
     let v = backend
-        .text(
-            "javascript_tool",
-            json!({"tabId": tab, "text": "({n: 1, list: [1, 'two'], el: document.body})"}),
-        )
+        .js(tab, "({n: 1, list: [1, 'two'], el: document.body})")
         .await?;
     let parsed: Value = serde_json::from_str(&v).expect("JSON");
     assert_eq!(parsed, json!({"n": 1, "list": [1, "two"], "el": "[body]"}));
@@ -102,12 +86,7 @@ async fn a_backend_drives_a_tab_in_the_automation_group() -> Result<()> {
         u32::from_be_bytes(png[16..20].try_into().unwrap()),
         u32::from_be_bytes(png[20..24].try_into().unwrap()),
     );
-    let viewport = backend
-        .text(
-            "javascript_tool",
-            json!({"tabId": tab, "text": "[innerWidth, innerHeight]"}),
-        )
-        .await?;
+    let viewport = backend.js(tab, "[innerWidth, innerHeight]").await?;
     let viewport: Vec<u32> = serde_json::from_str(&viewport).expect("viewport");
     assert_eq!(vec![w, h], viewport);
 
@@ -118,7 +97,7 @@ async fn a_backend_drives_a_tab_in_the_automation_group() -> Result<()> {
         .and_then(|r| r.lines().next())
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("{created}"));
-    let ctx = context(&backend.text("tabs_context_mcp", json!({})).await?);
+    let ctx = tabs_context(&backend.text("tabs_context_mcp", json!({})).await?);
     let ids: Vec<i64> = ctx["availableTabs"]
         .as_array()
         .unwrap()
@@ -136,15 +115,8 @@ async fn a_backend_drives_a_tab_in_the_automation_group() -> Result<()> {
     );
 
     // History.
-    backend
-        .text(
-            "navigate",
-            json!({"tabId": tab, "url": fixtures.url("index.html")}),
-        )
-        .await?;
-    let back = backend
-        .text("navigate", json!({"tabId": tab, "url": "back"}))
-        .await?;
+    backend.navigate(tab, &fixtures.url("index.html")).await?;
+    let back = backend.navigate(tab, "back").await?;
     assert_eq!(back, format!("Navigated to {url}"));
     Ok(())
 }
@@ -152,12 +124,7 @@ async fn a_backend_drives_a_tab_in_the_automation_group() -> Result<()> {
 #[tokio::test]
 async fn bad_commands_get_clear_errors_and_the_extension_keeps_serving() -> Result<()> {
     let (fixtures, backend, browser) = connected().await?;
-    let ctx = context(
-        &backend
-            .text("tabs_context_mcp", json!({"createIfEmpty": true}))
-            .await?,
-    );
-    let tab = first_tab(&ctx);
+    let (tab, _) = backend.first_tab().await?;
 
     assert_eq!(
         backend.error("fly_to_moon", json!({})).await?,
@@ -212,18 +179,8 @@ async fn bad_commands_get_clear_errors_and_the_extension_keeps_serving() -> Resu
     assert_eq!(title, "Fixture: hello", "the refused tab was not touched");
 
     // Still serving.
-    backend
-        .text(
-            "navigate",
-            json!({"tabId": tab, "url": fixtures.url("hello.html")}),
-        )
-        .await?;
-    let title = backend
-        .text(
-            "javascript_tool",
-            json!({"tabId": tab, "text": "document.title"}),
-        )
-        .await?;
+    backend.navigate(tab, &fixtures.url("hello.html")).await?;
+    let title = backend.js(tab, "document.title").await?;
     assert_eq!(title, "Fixture: hello");
     Ok(())
 }
@@ -271,17 +228,15 @@ async fn the_extension_reconnects_after_the_server_restarts() -> Result<()> {
     assert!(status.contains("Retrying"), "{status}");
     backend.start_again().await?;
     backend.wait_browsers(1, Duration::from_secs(40)).await?;
-    let text = backend
-        .text("tabs_context_mcp", json!({"createIfEmpty": true}))
-        .await?;
-    assert!(text.contains("availableTabs"), "{text}");
+    // Commands run again: the automation group and its tab are there.
+    backend.first_tab().await?;
     Ok(())
 }
 
 #[tokio::test]
 async fn a_stopped_worker_comes_back_connected_and_finds_its_group() -> Result<()> {
     let (_fixtures, backend, browser) = connected().await?;
-    let ctx = context(
+    let ctx = tabs_context(
         &backend
             .text("tabs_context_mcp", json!({"createIfEmpty": true}))
             .await?,
@@ -307,7 +262,7 @@ async fn a_stopped_worker_comes_back_connected_and_finds_its_group() -> Result<(
     let seen = backend.status().await?;
     assert_eq!(seen["wsConnections"].as_u64(), Some(sockets + 1), "{seen}");
 
-    let after = context(&backend.text("tabs_context_mcp", json!({})).await?);
+    let after = tabs_context(&backend.text("tabs_context_mcp", json!({})).await?);
     assert_eq!(after["tabGroupId"].as_i64(), group, "{after}");
     assert_eq!(after["availableTabs"], ctx["availableTabs"]);
     Ok(())
@@ -381,9 +336,7 @@ async fn an_idle_connection_keeps_the_worker_alive() -> Result<()> {
         browser.worker_target().await?.is_some(),
         "the worker is running"
     );
-    let text = backend
-        .text("tabs_context_mcp", json!({"createIfEmpty": true}))
-        .await?;
-    assert!(text.contains("availableTabs"), "{text}");
+    // Commands run again: the automation group and its tab are there.
+    backend.first_tab().await?;
     Ok(())
 }

@@ -4,37 +4,22 @@
 //! target, the takeover rule, and a revoked per-target token closing a real connection.
 
 use base64::Engine;
-use browser_operator_e2e::mcp::{error_of, text_of, HttpMcp, StdioMcp};
-use browser_operator_e2e::{Backend, Browser, BrowserOptions, Error, FixtureServer, Result};
+use browser_operator_e2e::mcp::{error_of, stdio_with_browser, text_of, HttpMcp, StdioMcp};
+use browser_operator_e2e::{
+    connected, tabs_context, temp_dir, Backend, Browser, BrowserOptions, Error, FixtureServer,
+    Result,
+};
 use browser_operator_server::tokens::{TokenStore, TOKENS_FILE};
 use browser_operator_server::{RunningServer, ServerConfig};
 use serde_json::{json, Value};
-use std::path::PathBuf;
 use std::time::Duration;
 
 const CONNECT: Duration = Duration::from_secs(20);
 /// The `browser-operator` command line (this crate's copy of the server crate's binary).
 const CLI: &str = env!("CARGO_BIN_EXE_browser-operator-cli");
 
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("bo-e2e-mcp-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
-}
-
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
-    listener.local_addr().expect("address").port()
-}
-
 fn random_token() -> String {
     browser_operator_server::token::generate().expect("random token")
-}
-
-/// The JSON first line of a tabs_context_mcp result.
-fn context(text: &str) -> Value {
-    serde_json::from_str(text.lines().next().unwrap_or("")).expect("first line is JSON")
 }
 
 /// Every catalog tool is listed with a schema that is itself valid JSON Schema and the
@@ -65,7 +50,7 @@ where
     F: Fn(&'static str, Value) -> Fut,
     Fut: std::future::Future<Output = Result<Value>>,
 {
-    let ctx = context(&text_of(
+    let ctx = tabs_context(&text_of(
         &call("tabs_context_mcp", json!({"createIfEmpty": true})).await?,
     )?);
     let tab = ctx["availableTabs"][0]["tabId"]
@@ -117,24 +102,10 @@ async fn an_mcp_client_over_stdio_drives_a_real_browser() -> Result<()> {
     browser_operator_e2e::init();
     let fixtures = FixtureServer::start();
     let dir = temp_dir("stdio");
-    let port = free_port();
-    let token = random_token();
-    let mcp = StdioMcp::spawn(CLI, port, &token, &dir, &dir.join("mcp.log")).await?;
-
     // The extension connects to the relay that `mcp` runs, configured like a user does.
-    let browser = Browser::launch(BrowserOptions::default()).await?;
-    browser
-        .configure_extension(&format!("ws://127.0.0.1:{port}/ws"), &token, None)
-        .await?;
-    browser.wait_status("connected", CONNECT).await?;
+    let (mcp, _browser, token) = stdio_with_browser(CLI, &dir).await?;
 
-    let tools: Vec<Value> = mcp
-        .tools()
-        .await?
-        .into_iter()
-        .map(|t| serde_json::to_value(t).expect("tool as JSON"))
-        .collect();
-    check_tools(&tools);
+    check_tools(&mcp.tools_json().await?);
     drive(|tool, args| mcp.call(tool, args), &fixtures).await?;
     mcp.close().await?;
 
@@ -148,14 +119,7 @@ async fn an_mcp_client_over_stdio_drives_a_real_browser() -> Result<()> {
 #[tokio::test]
 async fn an_mcp_client_over_http_drives_a_real_browser_and_mcp_forwards_to_a_running_server(
 ) -> Result<()> {
-    browser_operator_e2e::init();
-    let fixtures = FixtureServer::start();
-    let backend = Backend::start().await?;
-    let browser = Browser::launch(BrowserOptions::default()).await?;
-    browser
-        .configure_extension(&backend.ws_url(), backend.token(), None)
-        .await?;
-    backend.wait_browsers(1, CONNECT).await?;
+    let (fixtures, backend, _browser) = connected().await?;
 
     let http = HttpMcp::connect(&backend.http_url(), backend.token()).await?;
     check_tools(&http.tools().await?);
@@ -163,15 +127,9 @@ async fn an_mcp_client_over_http_drives_a_real_browser_and_mcp_forwards_to_a_run
 
     // `browser-operator mcp` on the port of the running server forwards to it.
     let dir = temp_dir("forward");
-    let port = backend
-        .http_url()
-        .rsplit(':')
-        .next()
-        .unwrap_or("")
-        .parse::<u16>()
-        .expect("port");
+    let port = backend.addr().port();
     let forwarded = StdioMcp::spawn(CLI, port, backend.token(), &dir, &dir.join("mcp.log")).await?;
-    let ctx = context(&text_of(
+    let ctx = tabs_context(&text_of(
         &forwarded.call("tabs_context_mcp", json!({})).await?,
     )?);
     assert_eq!(
@@ -191,21 +149,9 @@ async fn an_mcp_client_over_http_drives_a_real_browser_and_mcp_forwards_to_a_run
 
 #[tokio::test]
 async fn mcp_takes_the_relay_over_when_the_server_it_forwards_to_stops() -> Result<()> {
-    browser_operator_e2e::init();
-    let mut backend = Backend::start().await?;
-    let browser = Browser::launch(BrowserOptions::default()).await?;
-    browser
-        .configure_extension(&backend.ws_url(), backend.token(), None)
-        .await?;
-    backend.wait_browsers(1, CONNECT).await?;
+    let (_fixtures, mut backend, browser) = connected().await?;
     let dir = temp_dir("takeover");
-    let port = backend
-        .http_url()
-        .rsplit(':')
-        .next()
-        .unwrap_or("")
-        .parse::<u16>()
-        .expect("port");
+    let port = backend.addr().port();
     let mcp = StdioMcp::spawn(CLI, port, backend.token(), &dir, &dir.join("mcp.log")).await?;
     text_of(
         &mcp.call("tabs_context_mcp", json!({"createIfEmpty": true}))
@@ -220,7 +166,7 @@ async fn mcp_takes_the_relay_over_when_the_server_it_forwards_to_stops() -> Resu
     browser
         .wait_status("connected", Duration::from_secs(45))
         .await?;
-    let ctx = context(&text_of(&mcp.call("tabs_context_mcp", json!({})).await?)?);
+    let ctx = tabs_context(&text_of(&mcp.call("tabs_context_mcp", json!({})).await?)?);
     assert_eq!(
         ctx["availableTabs"].as_array().map(Vec::len),
         Some(1),
@@ -272,7 +218,7 @@ async fn two_browsers_route_by_target_and_a_second_connection_for_a_target_is_re
             &mcp.call("select_browser", json!({"target": target}))
                 .await?,
         )?;
-        let ctx = context(&text_of(
+        let ctx = tabs_context(&text_of(
             &mcp.call("tabs_context_mcp", json!({"createIfEmpty": true}))
                 .await?,
         )?);
@@ -309,7 +255,7 @@ async fn two_browsers_route_by_target_and_a_second_connection_for_a_target_is_re
         &mcp.call("select_browser", json!({"target": "alpha"}))
             .await?,
     )?;
-    let ctx = context(&text_of(&mcp.call("tabs_context_mcp", json!({})).await?)?);
+    let ctx = tabs_context(&text_of(&mcp.call("tabs_context_mcp", json!({})).await?)?);
     assert_eq!(
         ctx["availableTabs"][0]["url"],
         json!(fixtures.url("hello.html"))

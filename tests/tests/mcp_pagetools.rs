@@ -3,37 +3,14 @@
 //! appear in tools/list marked as untrusted, hears `notifications/tools/list_changed` when the
 //! page registers another provider, and changes the page by calling a page tool.
 
-use browser_operator_e2e::mcp::{error_of, text_of, StdioMcp};
-use browser_operator_e2e::{Browser, BrowserOptions, Error, FixtureServer, Result};
+use browser_operator_e2e::mcp::{error_of, stdio_with_browser, text_of};
+use browser_operator_e2e::{temp_dir, FixtureServer, Result};
 use serde_json::{json, Value};
-use std::path::PathBuf;
 use std::time::Duration;
 
-const CONNECT: Duration = Duration::from_secs(20);
 /// Bound on waiting for a change notice (the server checks every few seconds).
 const NOTICE: Duration = Duration::from_secs(30);
 const CLI: &str = env!("CARGO_BIN_EXE_browser-operator-cli");
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("bo-e2e-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
-}
-
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
-    listener.local_addr().expect("address").port()
-}
-
-async fn tools(mcp: &StdioMcp) -> Result<Vec<Value>> {
-    Ok(mcp
-        .tools()
-        .await?
-        .into_iter()
-        .map(|t| serde_json::to_value(t).expect("tool as JSON"))
-        .collect())
-}
 
 fn find<'a>(tools: &'a [Value], name: &str) -> Option<&'a Value> {
     tools.iter().find(|t| t["name"] == name)
@@ -70,17 +47,10 @@ async fn page_tools_are_listed_as_untrusted_change_with_the_page_and_can_be_call
     browser_operator_e2e::init();
     let fixtures = FixtureServer::start();
     let dir = temp_dir("mcp-pagetools");
-    let port = free_port();
-    let token = browser_operator_server::token::generate().expect("random token");
-    let mcp = StdioMcp::spawn(CLI, port, &token, &dir, &dir.join("mcp.log")).await?;
-    let browser = Browser::launch(BrowserOptions::default()).await?;
-    browser
-        .configure_extension(&format!("ws://127.0.0.1:{port}/ws"), &token, None)
-        .await?;
-    browser.wait_status("connected", CONNECT).await?;
+    let (mcp, browser, _token) = stdio_with_browser(CLI, &dir).await?;
 
     // No group yet: the catalog only.
-    let listed = tools(&mcp).await?;
+    let listed = mcp.tools_json().await?;
     assert!(find(&listed, "btcp_run_script").is_some());
     assert!(
         !listed
@@ -91,23 +61,10 @@ async fn page_tools_are_listed_as_untrusted_change_with_the_page_and_can_be_call
 
     // A group tab loads the todo app: its tools appear, and the session hears of it.
     let seen = mcp.tools_changed();
-    let ctx = text_of(
-        &mcp.call("tabs_context_mcp", json!({"createIfEmpty": true}))
-            .await?,
-    )?;
-    let ctx: Value = serde_json::from_str(ctx.lines().next().unwrap_or(""))?;
-    let tab = ctx["availableTabs"][0]["tabId"]
-        .as_i64()
-        .ok_or_else(|| Error::new(format!("no tab in {ctx}")))?;
-    text_of(
-        &mcp.call(
-            "navigate",
-            json!({"tabId": tab, "url": fixtures.url("todo.html")}),
-        )
-        .await?,
-    )?;
+    let tab = mcp.first_tab().await?;
+    mcp.navigate(tab, &fixtures.url("todo.html")).await?;
     mcp.wait_tools_changed(seen, NOTICE).await?;
-    let listed = tools(&mcp).await?;
+    let listed = mcp.tools_json().await?;
     for name in [
         "todo.list",
         "todo.add",
@@ -146,7 +103,7 @@ async fn page_tools_are_listed_as_untrusted_change_with_the_page_and_can_be_call
         .await?,
     )?;
     mcp.wait_tools_changed(seen, NOTICE).await?;
-    let listed = tools(&mcp).await?;
+    let listed = mcp.tools_json().await?;
     assert!(find(&listed, "account.whoami").is_some(), "signed in");
     assert!(find(&listed, "webmcp.account.sign_out").is_some());
     check_marked(&listed);
@@ -175,23 +132,11 @@ async fn page_tools_are_listed_as_untrusted_change_with_the_page_and_can_be_call
     assert!(err.contains("Unknown tool 'todo.nope'"), "{err}");
 
     // A second group tab on the same app: the names offered twice are qualified by tab.
-    let created = text_of(&mcp.call("tabs_create_mcp", json!({})).await?)?;
-    let second: i64 = created
-        .lines()
-        .next()
-        .and_then(|l| l.split("Tab ID: ").nth(1))
-        .and_then(|id| id.trim().parse().ok())
-        .ok_or_else(|| Error::new(format!("no new tab id in {created}")))?;
+    let second = mcp.new_tab().await?;
     let seen = mcp.tools_changed();
-    text_of(
-        &mcp.call(
-            "navigate",
-            json!({"tabId": second, "url": fixtures.url("todo.html")}),
-        )
-        .await?,
-    )?;
+    mcp.navigate(second, &fixtures.url("todo.html")).await?;
     mcp.wait_tools_changed(seen, NOTICE).await?;
-    let listed = tools(&mcp).await?;
+    let listed = mcp.tools_json().await?;
     assert!(find(&listed, "todo.add").is_none(), "qualified now");
     assert!(find(&listed, &format!("tab{tab}.todo.add")).is_some());
     assert!(find(&listed, &format!("tab{second}.todo.add")).is_some());

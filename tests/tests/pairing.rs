@@ -11,17 +11,6 @@ use std::time::Duration;
 
 const WAIT: Duration = Duration::from_secs(20);
 
-async fn popup(browser: &Browser) -> Result<Page> {
-    let url = format!(
-        "chrome-extension://{}/extension/popup.html",
-        browser.extension_id().await?
-    );
-    let page = browser.open_page(&url).await?;
-    page.wait_for("document.body.dataset.ready === 'true'", WAIT)
-        .await?;
-    Ok(page)
-}
-
 /// Opens the server's /pair page, checks that it found the extension, and clicks Connect: the
 /// page waits for the user's Accept in the popup.
 async fn ask_to_pair(browser: &Browser, backend: &Backend) -> Result<Page> {
@@ -51,7 +40,7 @@ async fn ask_to_pair(browser: &Browser, backend: &Backend) -> Result<Page> {
 
 /// The popup, once it shows the parked offer.
 async fn popup_with_offer(browser: &Browser) -> Result<Page> {
-    let page = popup(browser).await?;
+    let page = browser.popup_page().await?;
     page.wait_for("!document.querySelector('#offer').hidden", WAIT)
         .await?;
     Ok(page)
@@ -93,10 +82,8 @@ async fn pairing_from_the_pair_page_as_a_person_does_it() -> Result<()> {
     popup.click("#accept").await?;
     backend.wait_browsers(1, WAIT).await?;
     popup.wait_status("connected", WAIT).await?;
-    let text = backend
-        .text("tabs_context_mcp", json!({"createIfEmpty": true}))
-        .await?;
-    assert!(text.contains("tabId"), "{text}");
+    // Commands run: the automation group and its tab are there.
+    backend.first_tab().await?;
     pair.wait_for(
         "document.querySelector('#state').dataset.state === 'connected'",
         WAIT,
@@ -163,7 +150,7 @@ async fn offers_are_checked_replaced_dismissed_and_never_applied_alone() -> Resu
     // First offer, then a second that replaces it.
     page.eval(&offer_js("http://first.example:1", "First", ""))
         .await?;
-    let popup_page = popup(&browser).await?;
+    let popup_page = browser.popup_page().await?;
     popup_page
         .wait_for("!document.querySelector('#offer').hidden", WAIT)
         .await?;
@@ -217,7 +204,7 @@ async fn offers_are_checked_replaced_dismissed_and_never_applied_alone() -> Resu
     // Settled: whatever the content script relayed has reached the worker by the time the
     // popup, opened afresh, reads the parked offer.
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let fresh = popup(&browser).await?;
+    let fresh = browser.popup_page().await?;
     let shown = card(&fresh).await?;
     assert_eq!(
         shown["server"], "http://forged.example:3",
@@ -236,7 +223,7 @@ async fn offers_are_checked_replaced_dismissed_and_never_applied_alone() -> Resu
     popup_page
         .wait_for("document.querySelector('#offer').hidden", WAIT)
         .await?;
-    let again = popup(&browser).await?;
+    let again = browser.popup_page().await?;
     assert_eq!(card(&again).await?, Value::Null);
     Ok(())
 }
@@ -344,7 +331,7 @@ async fn a_page_opened_before_the_extension_reloaded_is_ignored() -> Result<()> 
     page.eval(&offer_js("http://after-reload.example:9", "Stale", ""))
         .await?;
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let popup_page = popup(&browser).await?;
+    let popup_page = browser.popup_page().await?;
     assert_eq!(
         card(&popup_page).await?,
         Value::Null,
@@ -404,10 +391,7 @@ async fn a_paired_browser_reconnects_after_a_server_restart_and_its_token_is_man
     backend.start_again().await?;
     backend.wait_browsers(1, Duration::from_secs(40)).await?;
     assert_eq!(backend.status().await?["browsers"][0]["target"], target);
-    let text = backend
-        .text("tabs_context_mcp", json!({"createIfEmpty": true}))
-        .await?;
-    assert!(text.contains("availableTabs"), "{text}");
+    backend.first_tab().await?;
 
     // `token list` shows it as paired; `token revoke` refuses it and closes the connection.
     let listed = cli(&backend, &["token", "list"]).await?;

@@ -2,81 +2,37 @@
 //! connection that survives: server restarts, worker stops, disconnects that stick, a long
 //! idle period, SSE split at every byte, and many commands in flight across tabs.
 
-use browser_operator_e2e::{Backend, Browser, BrowserOptions, Caller, FixtureServer, Result};
+use browser_operator_e2e::{connected_over, Backend, Browser, BrowserOptions, Caller, Result};
 use protocol::Outcome;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
 const CONNECT: Duration = Duration::from_secs(30);
 
-/// The URL a user types for `transport`.
-fn server_url(backend: &Backend, transport: &str) -> String {
-    if transport == "websocket" {
-        backend.ws_url()
-    } else {
-        backend.http_url()
-    }
-}
-
-/// A browser connected to a fresh server over `transport`, configured through Options.
-async fn connected(transport: &str) -> Result<(FixtureServer, Backend, Browser)> {
-    browser_operator_e2e::init();
-    let fixtures = FixtureServer::start();
-    let backend = Backend::start().await?;
-    let browser = Browser::launch(BrowserOptions::default()).await?;
-    browser
-        .configure_transport(
-            transport,
-            &server_url(&backend, transport),
-            backend.token(),
-            None,
-        )
-        .await?;
-    backend.wait_browsers(1, CONNECT).await?;
-    browser.wait_status("connected", CONNECT).await?;
-    Ok((fixtures, backend, browser))
-}
-
-fn context(text: &str) -> Value {
-    serde_json::from_str(text.lines().next().unwrap_or("")).expect("first line is JSON")
-}
-
-/// Creates the automation group; its first tab and the group id.
-async fn first_tab(backend: &Backend) -> Result<(i64, i64)> {
-    let ctx = context(
-        &backend
-            .text("tabs_context_mcp", json!({"createIfEmpty": true}))
-            .await?,
-    );
-    let tab = ctx["availableTabs"][0]["tabId"].as_i64().expect("tab id");
-    let group = ctx["tabGroupId"].as_i64().expect("group id");
-    Ok((tab, group))
+/// One test per `name = "transport"` pair, each running `check(transport)`.
+macro_rules! on_each_transport {
+    ($check:ident => $($name:ident = $transport:literal),+ $(,)?) => {
+        $(
+            #[tokio::test]
+            async fn $name() -> Result<()> {
+                $check($transport).await
+            }
+        )+
+    };
 }
 
 async fn runs_commands(transport: &str) -> Result<()> {
-    let (fixtures, backend, browser) = connected(transport).await?;
+    let (fixtures, backend, browser) = connected_over(transport).await?;
     let status = browser.wait_status("connected", CONNECT).await?;
     assert!(status.contains(&format!("({transport})")), "{status}");
-    let (tab, _) = first_tab(&backend).await?;
+    let (tab, _) = backend.first_tab().await?;
     let url = fixtures.url("hello.html");
-    let nav = backend
-        .text("navigate", json!({"tabId": tab, "url": url}))
-        .await?;
+    let nav = backend.navigate(tab, &url).await?;
     assert_eq!(nav, format!("Navigated to {url}"));
-    let title = backend
-        .text(
-            "javascript_tool",
-            json!({"tabId": tab, "text": "document.title"}),
-        )
-        .await?;
+    let title = backend.js(tab, "document.title").await?;
     assert_eq!(title, "Fixture: hello");
     // Non-ASCII text survives every transport both ways.
-    let echo = backend
-        .text(
-            "javascript_tool",
-            json!({"tabId": tab, "text": "'é✓🦀 ' + 'x'.repeat(3)"}),
-        )
-        .await?;
+    let echo = backend.js(tab, "'é✓🦀 ' + 'x'.repeat(3)").await?;
     assert_eq!(echo, "é✓🦀 xxx");
     // An error is a result too.
     let err = backend
@@ -89,25 +45,12 @@ async fn runs_commands(transport: &str) -> Result<()> {
     Ok(())
 }
 
-#[tokio::test]
-async fn websocket_connects_through_options_and_runs_commands() -> Result<()> {
-    runs_commands("websocket").await
-}
-
-#[tokio::test]
-async fn sse_http_connects_through_options_and_runs_commands() -> Result<()> {
-    runs_commands("sse-http").await
-}
-
-#[tokio::test]
-async fn long_polling_connects_through_options_and_runs_commands() -> Result<()> {
-    runs_commands("http-poll").await
-}
-
-#[tokio::test]
-async fn short_polling_connects_through_options_and_runs_commands() -> Result<()> {
-    runs_commands("http-short-poll").await
-}
+on_each_transport!(runs_commands =>
+    websocket_connects_through_options_and_runs_commands = "websocket",
+    sse_http_connects_through_options_and_runs_commands = "sse-http",
+    long_polling_connects_through_options_and_runs_commands = "http-poll",
+    short_polling_connects_through_options_and_runs_commands = "http-short-poll",
+);
 
 /// Median and worst of a list of durations, for the report.
 fn summary(label: &str, times: &mut [Duration]) {
@@ -127,10 +70,7 @@ fn counted(id: &str) -> String {
 /// How often each command id ran in the tab.
 async fn runs_in_page(backend: &Backend, tab: i64) -> Result<serde_json::Map<String, Value>> {
     let text = backend
-        .text(
-            "javascript_tool",
-            json!({"tabId": tab, "text": "JSON.stringify(window.__runs || {})"}),
-        )
+        .js(tab, "JSON.stringify(window.__runs || {})")
         .await?;
     Ok(serde_json::from_str::<Value>(&text)?
         .as_object()
@@ -141,14 +81,9 @@ async fn runs_in_page(backend: &Backend, tab: i64) -> Result<serde_json::Map<Str
 /// The server is killed and restarted 5 times while commands stream in: every command gets one
 /// answer (a result, or an error while the server was down), none runs twice.
 async fn survives_server_restarts(transport: &str) -> Result<()> {
-    let (fixtures, mut backend, _browser) = connected(transport).await?;
-    let (tab, group) = first_tab(&backend).await?;
-    backend
-        .text(
-            "navigate",
-            json!({"tabId": tab, "url": fixtures.url("hello.html")}),
-        )
-        .await?;
+    let (fixtures, mut backend, _browser) = connected_over(transport).await?;
+    let (tab, group) = backend.first_tab().await?;
+    backend.navigate(tab, &fixtures.url("hello.html")).await?;
     let caller: Caller = backend.caller();
     let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
     let sender = tokio::spawn(async move {
@@ -202,7 +137,7 @@ async fn survives_server_restarts(transport: &str) -> Result<()> {
     );
     assert!(ok >= 5, "only {ok} of {} commands answered", outcomes.len());
     // Still the same automation group after all that.
-    let (_, again) = first_tab(&backend).await?;
+    let (_, again) = backend.first_tab().await?;
     assert_eq!(again, group);
     summary(
         &format!("{transport}: reconnect after a server restart"),
@@ -216,25 +151,12 @@ async fn survives_server_restarts(transport: &str) -> Result<()> {
     Ok(())
 }
 
-#[tokio::test]
-async fn websocket_survives_server_restarts() -> Result<()> {
-    survives_server_restarts("websocket").await
-}
-
-#[tokio::test]
-async fn sse_http_survives_server_restarts() -> Result<()> {
-    survives_server_restarts("sse-http").await
-}
-
-#[tokio::test]
-async fn long_polling_survives_server_restarts() -> Result<()> {
-    survives_server_restarts("http-poll").await
-}
-
-#[tokio::test]
-async fn short_polling_survives_server_restarts() -> Result<()> {
-    survives_server_restarts("http-short-poll").await
-}
+on_each_transport!(survives_server_restarts =>
+    websocket_survives_server_restarts = "websocket",
+    sse_http_survives_server_restarts = "sse-http",
+    long_polling_survives_server_restarts = "http-poll",
+    short_polling_survives_server_restarts = "http-short-poll",
+);
 
 /// When the browser's current connection was made (ms since the epoch), per the server.
 async fn connected_at(backend: &Backend) -> Result<Option<u64>> {
@@ -263,14 +185,9 @@ async fn wait_reconnected(backend: &Backend, before: u64, timeout: Duration) -> 
 /// recognises its group, and the interrupted command gets an error (from the outbox), not
 /// silence and not a second run.
 async fn survives_worker_stops(transport: &str) -> Result<()> {
-    let (fixtures, backend, browser) = connected(transport).await?;
-    let (tab, group) = first_tab(&backend).await?;
-    backend
-        .text(
-            "navigate",
-            json!({"tabId": tab, "url": fixtures.url("hello.html")}),
-        )
-        .await?;
+    let (fixtures, backend, browser) = connected_over(transport).await?;
+    let (tab, group) = backend.first_tab().await?;
+    backend.navigate(tab, &fixtures.url("hello.html")).await?;
     let mut times = Vec::new();
 
     // Mid-command: a command that takes 3 s in the page, the worker stopped after 1 s.
@@ -295,17 +212,12 @@ async fn survives_worker_stops(transport: &str) -> Result<()> {
     }
     println!("{transport}: the interrupted command was answered with an error");
     times.push(wait_reconnected(&backend, before, Duration::from_secs(60)).await?);
-    let slow_runs = backend
-        .text(
-            "javascript_tool",
-            json!({"tabId": tab, "text": "String(window.__slow)"}),
-        )
-        .await?;
+    let slow_runs = backend.js(tab, "String(window.__slow)").await?;
     assert_eq!(
         slow_runs, "1",
         "the interrupted command ran once in the page, never again"
     );
-    let (_, again) = first_tab(&backend).await?;
+    let (_, again) = backend.first_tab().await?;
     assert_eq!(again, group, "the restarted worker recognises its group");
 
     // Idle, twice.
@@ -314,7 +226,7 @@ async fn survives_worker_stops(transport: &str) -> Result<()> {
         let before = attempts(&backend).await?;
         browser.stop_worker().await?;
         times.push(wait_reconnected(&backend, before, Duration::from_secs(60)).await?);
-        let (_, again) = first_tab(&backend).await?;
+        let (_, again) = backend.first_tab().await?;
         assert_eq!(again, group);
     }
     let status = browser.wait_status("connected", CONNECT).await?;
@@ -326,20 +238,11 @@ async fn survives_worker_stops(transport: &str) -> Result<()> {
     Ok(())
 }
 
-#[tokio::test]
-async fn websocket_survives_worker_stops() -> Result<()> {
-    survives_worker_stops("websocket").await
-}
-
-#[tokio::test]
-async fn sse_http_survives_worker_stops() -> Result<()> {
-    survives_worker_stops("sse-http").await
-}
-
-#[tokio::test]
-async fn long_polling_survives_worker_stops() -> Result<()> {
-    survives_worker_stops("http-poll").await
-}
+on_each_transport!(survives_worker_stops =>
+    websocket_survives_worker_stops = "websocket",
+    sse_http_survives_worker_stops = "sse-http",
+    long_polling_survives_worker_stops = "http-poll",
+);
 
 /// Connection attempts the server has seen (WebSocket upgrades and HTTP stream/poll requests).
 async fn attempts(backend: &Backend) -> Result<u64> {
@@ -361,17 +264,7 @@ async fn stays_disconnected(backend: &Backend, browser: &Browser, transport: &st
         "the extension tried to reconnect"
     );
     assert_eq!(backend.browsers().await?, 0);
-    browser
-        .configure_transport(
-            transport,
-            &server_url(backend, transport),
-            backend.token(),
-            None,
-        )
-        .await?;
-    backend.wait_browsers(1, CONNECT).await?;
-    browser.wait_status("connected", CONNECT).await?;
-    Ok(())
+    browser_operator_e2e::connect(browser, backend, transport).await
 }
 
 #[tokio::test]
@@ -390,7 +283,7 @@ async fn a_wrong_token_401_sticks_until_a_new_token() -> Result<()> {
 
 #[tokio::test]
 async fn close_4001_from_the_server_sticks() -> Result<()> {
-    let (_fixtures, backend, browser) = connected("websocket").await?;
+    let (_fixtures, backend, browser) = connected_over("websocket").await?;
     backend.disconnect(None).await?;
     let status = browser.wait_status("error", CONNECT).await?;
     assert!(status.contains("disconnected this browser"), "{status}");
@@ -399,7 +292,7 @@ async fn close_4001_from_the_server_sticks() -> Result<()> {
 
 #[tokio::test]
 async fn event_disconnect_sticks() -> Result<()> {
-    let (_fixtures, backend, browser) = connected("sse-http").await?;
+    let (_fixtures, backend, browser) = connected_over("sse-http").await?;
     let answer = backend.disconnect(Some("default")).await?;
     assert_eq!(answer["targets"], serde_json::json!(["default"]));
     let status = browser.wait_status("error", CONNECT).await?;
@@ -412,7 +305,7 @@ async fn event_disconnect_sticks() -> Result<()> {
 
 #[tokio::test]
 async fn a_401_on_a_poll_sticks() -> Result<()> {
-    let (_fixtures, backend, browser) = connected("http-poll").await?;
+    let (_fixtures, backend, browser) = connected_over("http-poll").await?;
     backend.disconnect(None).await?;
     let status = browser.wait_status("error", CONNECT).await?;
     assert!(status.contains("rejected the token"), "{status}");
@@ -421,7 +314,7 @@ async fn a_401_on_a_poll_sticks() -> Result<()> {
 
 #[tokio::test]
 async fn the_users_disconnect_sticks() -> Result<()> {
-    let (_fixtures, backend, browser) = connected("http-short-poll").await?;
+    let (_fixtures, backend, browser) = connected_over("http-short-poll").await?;
     let page = browser.options_page().await?;
     page.click("#disconnect").await?;
     let status = page.wait_status("disconnected", CONNECT).await?;
@@ -436,8 +329,8 @@ async fn the_users_disconnect_sticks() -> Result<()> {
 /// the same worker, no reconnect, and a command works.
 #[tokio::test]
 async fn an_idle_connection_holds_for_five_minutes() -> Result<()> {
-    let (_fixtures, backend, browser) = connected("sse-http").await?;
-    let (_, group) = first_tab(&backend).await?;
+    let (_fixtures, backend, browser) = connected_over("sse-http").await?;
+    let (_, group) = backend.first_tab().await?;
     let worker = browser.worker_target().await?.expect("a worker").id;
     let since = connected_at(&backend).await?;
     tokio::time::sleep(Duration::from_secs(300)).await;
@@ -451,7 +344,7 @@ async fn an_idle_connection_holds_for_five_minutes() -> Result<()> {
         since,
         "the connection was remade"
     );
-    let (_, again) = first_tab(&backend).await?;
+    let (_, again) = backend.first_tab().await?;
     assert_eq!(again, group);
     browser.wait_status("connected", CONNECT).await?;
     Ok(())
@@ -460,26 +353,14 @@ async fn an_idle_connection_holds_for_five_minutes() -> Result<()> {
 /// 200 commands in flight across 4 tabs: all answered, each tab's commands one at a time.
 #[tokio::test]
 async fn two_hundred_commands_across_four_tabs() -> Result<()> {
-    let (fixtures, backend, _browser) = connected("sse-http").await?;
-    let (first, _) = first_tab(&backend).await?;
+    let (fixtures, backend, _browser) = connected_over("sse-http").await?;
+    let (first, _) = backend.first_tab().await?;
     let mut tabs = vec![first];
     for _ in 0..3 {
-        let text = backend.text("tabs_create_mcp", json!({})).await?;
-        let id = text
-            .split("Tab ID: ")
-            .nth(1)
-            .and_then(|r| r.split_whitespace().next())
-            .and_then(|n| n.parse::<i64>().ok())
-            .expect("a tab id");
-        tabs.push(id);
+        tabs.push(backend.new_tab().await?);
     }
     for &tab in &tabs {
-        backend
-            .text(
-                "navigate",
-                json!({"tabId": tab, "url": fixtures.url("hello.html")}),
-            )
-            .await?;
+        backend.navigate(tab, &fixtures.url("hello.html")).await?;
     }
     let script =
         "window.__active = (window.__active || 0) + 1; const overlap = window.__active > 1; \
@@ -503,12 +384,7 @@ async fn two_hundred_commands_across_four_tabs() -> Result<()> {
         }
     }
     for &tab in &tabs {
-        let count = backend
-            .text(
-                "javascript_tool",
-                json!({"tabId": tab, "text": "String(window.__count)"}),
-            )
-            .await?;
+        let count = backend.js(tab, "String(window.__count)").await?;
         assert_eq!(count, "50");
     }
     Ok(())

@@ -396,7 +396,8 @@ mod tests {
         assert_ne!(a, b);
         table.prune(&HashMap::from([("F".to_string(), "L2".to_string())]));
         assert_eq!(table.docs.len(), 1);
-        let back: Table = serde_json::from_str(&serde_json::to_string(&table).unwrap()).unwrap();
+        let saved = serde_json::to_string(&table).expect("a table serializes");
+        let back: Table = serde_json::from_str(&saved).expect("a saved table loads");
         assert_eq!(back.docs.get(&b), Some(&d("F", "L2")));
     }
 

@@ -9,9 +9,7 @@
 //!
 //! Run: `./build.sh build && cargo run --release -p browser-operator-e2e --bin bench_btcp`
 
-use browser_operator_e2e::{
-    built_worker_wasm, Backend, Browser, BrowserOptions, FixtureServer, Result,
-};
+use browser_operator_e2e::{built_worker_wasm, Backend, FixtureServer, Result};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -45,28 +43,9 @@ async fn timed(backend: &Backend, tool: &str, args: Value) -> Result<f64> {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<()> {
-    browser_operator_e2e::init();
-    let fixtures = FixtureServer::start();
-    let backend = Backend::start().await?;
-    let browser = Browser::launch(BrowserOptions::default()).await?;
-    browser
-        .configure_extension(&backend.ws_url(), backend.token(), None)
-        .await?;
-    backend.wait_browsers(1, Duration::from_secs(20)).await?;
-    browser
-        .wait_status("connected", Duration::from_secs(20))
-        .await?;
-    let ctx = backend
-        .text("tabs_context_mcp", json!({"createIfEmpty": true}))
-        .await?;
-    let ctx: Value = serde_json::from_str(ctx.lines().next().unwrap_or(""))?;
-    let tab = ctx["availableTabs"][0]["tabId"].as_i64().unwrap_or(0);
-    backend
-        .text(
-            "navigate",
-            json!({"tabId": tab, "url": fixtures.url("todo.html")}),
-        )
-        .await?;
+    let (fixtures, backend, browser) = browser_operator_e2e::connected().await?;
+    let (tab, _) = backend.first_tab().await?;
+    backend.navigate(tab, &fixtures.url("todo.html")).await?;
 
     // Sandbox start: the very first script in this worker is the cold start.
     let trivial = json!({"tabId": tab, "script": "return 1"});
@@ -124,10 +103,7 @@ async fn main() -> Result<()> {
         );
     }
     let count = backend
-        .text(
-            "javascript_tool",
-            json!({"tabId": tab, "text": "document.querySelectorAll('#items li').length"}),
-        )
+        .js(tab, "document.querySelectorAll('#items li').length")
         .await?;
     assert_eq!(count, (ROUNDS * CALLS * 3).to_string(), "every call landed");
 

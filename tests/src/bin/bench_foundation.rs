@@ -41,31 +41,18 @@ async fn start_worker(browser: &Browser) -> Result<()> {
 async fn main() -> Result<()> {
     let (fixtures, backend, browser) = browser_operator_e2e::connected().await?;
 
-    let ctx = backend
-        .text("tabs_context_mcp", json!({"createIfEmpty": true}))
-        .await?;
-    let ctx: serde_json::Value = serde_json::from_str(ctx.lines().next().unwrap_or("{}"))?;
-    let tab = ctx["availableTabs"][0]["tabId"].as_i64().unwrap_or(0);
+    let (tab, _) = backend.first_tab().await?;
     let url = fixtures.url("hello.html");
-    backend
-        .text("navigate", json!({"tabId": tab, "url": url}))
-        .await?;
+    backend.navigate(tab, &url).await?;
 
     // Round trips.
     for _ in 0..5 {
-        backend
-            .text("javascript_tool", json!({"tabId": tab, "text": "1 + 1"}))
-            .await?;
+        backend.js(tab, "1 + 1").await?;
     }
     let mut through = Vec::new();
     for _ in 0..50 {
         let t = Instant::now();
-        backend
-            .text(
-                "javascript_tool",
-                json!({"tabId": tab, "text": "document.title"}),
-            )
-            .await?;
+        backend.js(tab, "document.title").await?;
         through.push(t.elapsed());
     }
     let mut trivial = Vec::new();

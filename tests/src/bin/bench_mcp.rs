@@ -6,7 +6,7 @@
 //! `cargo run --release -p browser-operator-e2e --bin bench_mcp [calls]` (after ./build.sh build)
 
 use browser_operator_e2e::mcp::{text_of, HttpMcp, StdioMcp};
-use browser_operator_e2e::{Backend, Browser, BrowserOptions, Error, Result};
+use browser_operator_e2e::{Browser, BrowserOptions, Error, Result};
 use serde_json::json;
 use std::future::Future;
 use std::time::{Duration, Instant};
@@ -44,37 +44,17 @@ fn row(name: &str, times: &[Duration], baseline: Duration) {
     );
 }
 
-fn cli() -> Result<std::path::PathBuf> {
-    let exe = std::env::current_exe().map_err(|e| Error::new(e.to_string()))?;
-    let cli = exe.with_file_name("browser-operator-cli");
-    if !cli.is_file() {
-        return Err(Error::new(format!(
-            "{} is missing: cargo build --release -p browser-operator-e2e --bins",
-            cli.display()
-        )));
-    }
-    Ok(cli)
-}
-
 #[tokio::main]
 async fn main() -> Result<()> {
     browser_operator_e2e::init();
-    let calls: usize = std::env::args()
-        .nth(1)
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(200);
-    let cli = cli()?;
+    let calls = browser_operator_e2e::count_arg(200);
+    let cli = browser_operator_e2e::cli_beside_this_program()?;
     let cli = cli.to_string_lossy().into_owned();
     let dir = std::env::temp_dir().join(format!("bo-bench-mcp-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| Error::new(e.to_string()))?;
     let args = json!({"createIfEmpty": true});
 
-    let backend = Backend::start().await?;
-    let browser = Browser::launch(BrowserOptions::default()).await?;
-    browser
-        .configure_extension(&backend.ws_url(), backend.token(), None)
-        .await?;
-    backend.wait_browsers(1, CONNECT).await?;
+    let (_fixtures, backend, _browser) = browser_operator_e2e::connected().await?;
 
     let api = measure(calls, || async {
         backend

@@ -9,22 +9,10 @@
 
 use browser_operator_e2e::mcp::{text_of, StdioMcp};
 use browser_operator_e2e::{Browser, BrowserOptions, Error, FixtureServer, Result};
-use serde_json::{json, Value};
+use serde_json::json;
 use std::time::{Duration, Instant};
 
 const CONNECT: Duration = Duration::from_secs(30);
-
-fn cli() -> Result<String> {
-    let exe = std::env::current_exe().map_err(|e| Error::new(e.to_string()))?;
-    let cli = exe.with_file_name("browser-operator-cli");
-    if !cli.is_file() {
-        return Err(Error::new(format!(
-            "{} is missing: cargo build --release -p browser-operator-e2e --bins",
-            cli.display()
-        )));
-    }
-    Ok(cli.to_string_lossy().into_owned())
-}
 
 /// tools/list `rounds` times: sorted durations and the number of tools listed.
 async fn list(mcp: &StdioMcp, rounds: usize) -> Result<(Vec<Duration>, usize)> {
@@ -50,29 +38,16 @@ fn row(name: &str, times: &[Duration], tools: usize, baseline: Duration) {
     );
 }
 
-async fn navigate(mcp: &StdioMcp, tab: i64, url: &str) -> Result<()> {
-    text_of(
-        &mcp.call("navigate", json!({"tabId": tab, "url": url}))
-            .await?,
-    )
-    .map(drop)
-}
-
 #[tokio::main]
 async fn main() -> Result<()> {
     browser_operator_e2e::init();
-    let rounds: usize = std::env::args()
-        .nth(1)
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(30);
-    let cli = cli()?;
+    let rounds = browser_operator_e2e::count_arg(30);
+    let cli = browser_operator_e2e::cli_beside_this_program()?;
+    let cli = cli.to_string_lossy().into_owned();
     let fixtures = FixtureServer::start();
     let dir = std::env::temp_dir().join(format!("bo-bench-pagetools-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| Error::new(e.to_string()))?;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map_err(|e| Error::new(e.to_string()))?
-        .port();
+    let port = browser_operator_e2e::free_port();
     let token =
         browser_operator_server::token::generate().map_err(|e| Error::new(e.to_string()))?;
     let mcp = StdioMcp::spawn(&cli, port, &token, &dir, &dir.join("mcp.log")).await?;
@@ -83,26 +58,13 @@ async fn main() -> Result<()> {
         .configure_extension(&format!("ws://127.0.0.1:{port}/ws"), &token, None)
         .await?;
     browser.wait_status("connected", CONNECT).await?;
-    let ctx = text_of(
-        &mcp.call("tabs_context_mcp", json!({"createIfEmpty": true}))
-            .await?,
-    )?;
-    let ctx: Value = serde_json::from_str(ctx.lines().next().unwrap_or(""))?;
-    let tab = ctx["availableTabs"][0]["tabId"]
-        .as_i64()
-        .ok_or_else(|| Error::new(format!("no tab in {ctx}")))?;
-    navigate(&mcp, tab, &fixtures.url("hello.html")).await?;
+    let tab = mcp.first_tab().await?;
+    mcp.navigate(tab, &fixtures.url("hello.html")).await?;
     let (plain_tab, n1) = list(&mcp, rounds).await?;
-    navigate(&mcp, tab, &fixtures.url("todo.html")).await?;
+    mcp.navigate(tab, &fixtures.url("todo.html")).await?;
     let (one_todo, n2) = list(&mcp, rounds).await?;
-    let created = text_of(&mcp.call("tabs_create_mcp", json!({})).await?)?;
-    let second: i64 = created
-        .lines()
-        .next()
-        .and_then(|l| l.split("Tab ID: ").nth(1))
-        .and_then(|id| id.trim().parse().ok())
-        .ok_or_else(|| Error::new(format!("no new tab id in {created}")))?;
-    navigate(&mcp, second, &fixtures.url("todo.html")).await?;
+    let second = mcp.new_tab().await?;
+    mcp.navigate(second, &fixtures.url("todo.html")).await?;
     let (two_todos, n3) = list(&mcp, rounds).await?;
 
     // Sign in and out: each click registers or removes a provider.

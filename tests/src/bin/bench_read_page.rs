@@ -6,9 +6,9 @@
 //!
 //! Run: `./build.sh build && cargo run --release -p browser-operator-e2e --bin bench_read_page`
 
-use browser_operator_e2e::{Backend, Browser, BrowserOptions, FixtureServer, Result};
-use serde_json::{json, Value};
-use std::time::{Duration, Instant};
+use browser_operator_e2e::{median, Result};
+use serde_json::json;
+use std::time::Instant;
 
 const RUNS: usize = 9;
 
@@ -36,40 +36,13 @@ const BASELINE: &str = r#"(() => {
   return lines.join('\n');
 })()"#;
 
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
-}
-
 #[tokio::main]
 async fn main() -> Result<()> {
-    browser_operator_e2e::init();
-    let fixtures = FixtureServer::start();
-    let backend = Backend::start().await?;
-    let browser = Browser::launch(BrowserOptions::default()).await?;
-    browser
-        .configure_extension(&backend.ws_url(), backend.token(), None)
-        .await?;
-    backend.wait_browsers(1, Duration::from_secs(20)).await?;
-    browser
-        .wait_status("connected", Duration::from_secs(20))
-        .await?;
-    let ctx = backend
-        .text("tabs_context_mcp", json!({"createIfEmpty": true}))
-        .await?;
-    let ctx: Value = serde_json::from_str(ctx.lines().next().unwrap_or("")).expect("JSON");
-    let tab = ctx["availableTabs"][0]["tabId"].as_i64().expect("tab");
-    backend
-        .text(
-            "navigate",
-            json!({"tabId": tab, "url": fixtures.url("large.html")}),
-        )
-        .await?;
+    let (fixtures, backend, _browser) = browser_operator_e2e::connected().await?;
+    let (tab, _) = backend.first_tab().await?;
+    backend.navigate(tab, &fixtures.url("large.html")).await?;
     let elements = backend
-        .text(
-            "javascript_tool",
-            json!({"tabId": tab, "text": "document.getElementsByTagName('*').length"}),
-        )
+        .js(tab, "document.getElementsByTagName('*').length")
         .await?;
 
     let mut ours = Vec::new();
@@ -84,17 +57,12 @@ async fn main() -> Result<()> {
         let d = t.elapsed();
         ours_chars = text.chars().count();
         let t = Instant::now();
-        let b = backend
-            .text("javascript_tool", json!({"tabId": tab, "text": BASELINE}))
-            .await?;
+        let b = backend.js(tab, BASELINE).await?;
         let db = t.elapsed();
         // javascript_tool bounds its output: take the full size from the page.
         let _ = b;
         base_chars = backend
-            .text(
-                "javascript_tool",
-                json!({"tabId": tab, "text": format!("{BASELINE}.length")}),
-            )
+            .js(tab, &format!("{BASELINE}.length"))
             .await?
             .parse()
             .unwrap_or(0);

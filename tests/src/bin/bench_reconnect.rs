@@ -22,10 +22,7 @@ async fn attempts(backend: &Backend) -> Result<u64> {
 #[tokio::main]
 async fn main() -> Result<()> {
     browser_operator_e2e::init();
-    let rounds: usize = std::env::args()
-        .nth(1)
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(5);
+    let rounds = browser_operator_e2e::count_arg(5);
     println!(
         "{:<16} {:>22} {:>22} {:>18}",
         "transport", "server restart median", "server restart worst", "worker stop"
@@ -33,15 +30,7 @@ async fn main() -> Result<()> {
     for transport in ["websocket", "sse-http", "http-poll", "http-short-poll"] {
         let mut backend = Backend::start().await?;
         let browser = Browser::launch(BrowserOptions::default()).await?;
-        let url = if transport == "websocket" {
-            backend.ws_url()
-        } else {
-            backend.http_url()
-        };
-        browser
-            .configure_transport(transport, &url, backend.token(), None)
-            .await?;
-        backend.wait_browsers(1, WAIT).await?;
+        browser_operator_e2e::connect(&browser, &backend, transport).await?;
         let mut restarts = Vec::new();
         for _ in 0..rounds {
             backend.stop().await;

@@ -4,39 +4,18 @@
 //!
 //! Run: `./build.sh build && cargo run --release -p browser-operator-e2e --bin bench_screenshot`
 
-use browser_operator_e2e::{images, Backend, Browser, BrowserOptions, FixtureServer, Result};
-use serde_json::{json, Value};
-use std::time::{Duration, Instant};
+use browser_operator_e2e::{images, median, Result};
+use serde_json::json;
+use std::time::Instant;
 
 const RUNS: usize = 9;
 
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
-}
-
 #[tokio::main]
 async fn main() -> Result<()> {
-    browser_operator_e2e::init();
-    let fixtures = FixtureServer::start();
-    let backend = Backend::start().await?;
-    let browser = Browser::launch(BrowserOptions::default()).await?;
-    browser
-        .configure_extension(&backend.ws_url(), backend.token(), None)
-        .await?;
-    backend.wait_browsers(1, Duration::from_secs(20)).await?;
-    browser
-        .wait_status("connected", Duration::from_secs(20))
-        .await?;
-    let ctx = backend
-        .text("tabs_context_mcp", json!({"createIfEmpty": true}))
-        .await?;
-    let ctx: Value = serde_json::from_str(ctx.lines().next().unwrap_or("")).expect("JSON");
-    let tab = ctx["availableTabs"][0]["tabId"].as_i64().expect("tab");
+    let (fixtures, backend, browser) = browser_operator_e2e::connected().await?;
+    let (tab, _) = backend.first_tab().await?;
     let url = fixtures.url("login.html");
-    backend
-        .text("navigate", json!({"tabId": tab, "url": url}))
-        .await?;
+    backend.navigate(tab, &url).await?;
     // The baseline captures the same tab, through a second CDP session of its own.
     let target = browser
         .page_targets()

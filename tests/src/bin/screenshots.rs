@@ -71,10 +71,7 @@ async fn main() -> Result<()> {
     .await?;
     shoot(&pair, 760, "pair").await?;
 
-    let id = browser.extension_id().await?;
-    let popup = browser
-        .open_page(&format!("chrome-extension://{id}/extension/popup.html"))
-        .await?;
+    let popup = browser.popup_page().await?;
     popup
         .wait_for("!document.querySelector('#offer').hidden", WAIT)
         .await?;

@@ -152,14 +152,17 @@ mod tests {
     #[test]
     fn bare_hosts_get_https() {
         assert_eq!(
-            normalize_url("example.com/a").unwrap(),
+            normalize_url("example.com/a").expect("a bare host"),
             "https://example.com/a"
         );
         assert_eq!(
-            normalize_url("http://127.0.0.1:9/x").unwrap(),
+            normalize_url("http://127.0.0.1:9/x").expect("a full URL"),
             "http://127.0.0.1:9/x"
         );
-        assert_eq!(normalize_url("about:blank").unwrap(), "about:blank");
+        assert_eq!(
+            normalize_url("about:blank").expect("about:blank"),
+            "about:blank"
+        );
     }
 
     #[test]
@@ -170,7 +173,9 @@ mod tests {
             "https://chromewebstore.google.com/detail/x",
         ] {
             assert!(
-                normalize_url(url).unwrap_err().contains("Cannot navigate"),
+                normalize_url(url)
+                    .expect_err(url)
+                    .contains("Cannot navigate"),
                 "{url}"
             );
         }

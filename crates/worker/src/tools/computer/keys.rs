@@ -212,45 +212,64 @@ mod tests {
 
     #[test]
     fn enter_submits_and_letters_have_codes() {
-        let enter = named("Enter").unwrap();
+        let enter = named("Enter").expect("Enter is a named key");
         assert_eq!(
             (enter.code.as_str(), enter.vk, enter.text.as_deref()),
             ("Enter", 13, Some("\r"))
         );
-        let a = for_char('A').unwrap();
+        let a = for_char('A').expect("A is typeable");
         assert_eq!(
             (a.key.as_str(), a.code.as_str(), a.vk, a.shifted),
             ("A", "KeyA", 65, true)
         );
-        let q = for_char('?').unwrap();
+        let q = for_char('?').expect("? is typeable");
         assert_eq!((q.code.as_str(), q.vk, q.shifted), ("Slash", 191, true));
-        assert_eq!(for_char('!').unwrap().code, "Digit1");
-        assert_eq!(for_char('1').unwrap().code, "Digit1");
-        assert_eq!(named("F12").unwrap().vk, 123);
-        assert_eq!(named("pagedown").unwrap().key, "PageDown");
-        assert_eq!(named("Space").unwrap().text.as_deref(), Some(" "));
+        assert_eq!(for_char('!').expect("! is typeable").code, "Digit1");
+        assert_eq!(for_char('1').expect("1 is typeable").code, "Digit1");
+        assert_eq!(named("F12").expect("F12 is a named key").vk, 123);
+        assert_eq!(
+            named("pagedown").expect("names are case-insensitive").key,
+            "PageDown"
+        );
+        assert_eq!(
+            named("Space")
+                .expect("Space is a named key")
+                .text
+                .as_deref(),
+            Some(" ")
+        );
         assert!(for_char('é').is_none());
         assert!(named("F13").is_none());
     }
 
     #[test]
     fn chords() {
-        let c = chord("ctrl+a").unwrap();
+        let c = chord("ctrl+a").expect("a chord");
         assert_eq!(c.modifiers, CTRL);
-        assert_eq!(c.key.unwrap().code, "KeyA");
-        let c = chord("cmd+shift+k").unwrap();
+        assert_eq!(c.key.expect("a key besides the modifier").code, "KeyA");
+        let c = chord("cmd+shift+k").expect("a chord");
         assert_eq!(c.modifiers, META | SHIFT);
         assert_eq!(c.held.len(), 2);
-        let c = chord("shift").unwrap();
+        let c = chord("shift").expect("a lone modifier is a chord");
         assert_eq!((c.modifiers, c.key), (SHIFT, None));
-        assert_eq!(chord("+").unwrap().key.unwrap().code, "Equal");
+        assert_eq!(
+            chord("+")
+                .expect("a lone + is the key")
+                .key
+                .expect("a key")
+                .code,
+            "Equal"
+        );
         assert!(chord("hyper+a")
-            .unwrap_err()
+            .expect_err("hyper is no modifier")
             .contains("Unknown modifier \"hyper\""));
         assert!(chord("ctrl+nope")
-            .unwrap_err()
+            .expect_err("nope is no key")
             .contains("Unknown key \"nope\""));
-        assert_eq!(modifier_bits("ctrl+shift").unwrap(), CTRL | SHIFT);
+        assert_eq!(
+            modifier_bits("ctrl+shift").expect("known modifiers"),
+            CTRL | SHIFT
+        );
         assert!(modifier_bits("ctrl+x").is_err());
     }
 }
