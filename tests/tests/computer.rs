@@ -563,3 +563,186 @@ async fn dialogs_popups_resizing_and_leaving_the_group() -> Result<()> {
     assert_eq!(bounds, json!("900x700"));
     Ok(())
 }
+
+/// Whether this extension's debugger (or any client) is attached to each page target, from
+/// the worker: `[tab's state, any page attached]`.
+async fn debugger_state(worker: &browser_operator_e2e::Session, tab: i64) -> Result<(bool, bool)> {
+    let v = worker
+        .eval(&format!(
+            "chrome.debugger.getTargets().then((ts) => [ts.some((t) => t.tabId === {tab} && t.attached), ts.some((t) => t.type === 'page' && t.attached)])"
+        ))
+        .await?;
+    Ok((v[0] == json!(true), v[1] == json!(true)))
+}
+
+async fn wait_detached(worker: &browser_operator_e2e::Session, tab: i64) -> Result<()> {
+    for _ in 0..200 {
+        if debugger_state(worker, tab).await? == (false, false) {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("tab {tab} was not detached within 20 s of idleness");
+}
+
+async fn wait_title(worker: &browser_operator_e2e::Session, tab: i64, title: &str) -> Result<()> {
+    let mut seen = Value::Null;
+    for _ in 0..100 {
+        seen = worker
+            .eval(&format!("chrome.tabs.get({tab}).then((t) => t.title)"))
+            .await?;
+        if seen == json!(title) {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("tab {tab}'s title stayed {seen}, never {title:?}");
+}
+
+/// Another window of the fixture's origin, which tells the idle tab what to do (BroadcastChannel)
+/// without touching its debugger.
+async fn tell_idle_page(
+    worker: &browser_operator_e2e::Session,
+    fixtures: &FixtureServer,
+    what: &str,
+) -> Result<()> {
+    let url = fixtures.url(&format!("idle.html?send={what}"));
+    worker
+        .eval(&format!(
+            "chrome.windows.create({{url: {url:?}, focused: false}}).then((w) => w.id)"
+        ))
+        .await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn idle_tabs_are_detached_and_recording_stays_coherent() -> Result<()> {
+    let (fixtures, backend, browser, tab) = connected(BrowserOptions::default()).await?;
+    let worker = browser.worker().await?;
+    let group = worker
+        .eval(&format!("chrome.tabs.get({tab}).then((t) => t.groupId)"))
+        .await?;
+
+    // The setting, through the Options page: whole minutes, checked by the worker.
+    let options = browser.options_page().await?;
+    options.type_into("#idleMinutes", "-1").await?;
+    options.click("#saveSettings").await?;
+    options
+        .wait_for(
+            "document.querySelector('#idleMinutes-error').textContent.includes('whole number of minutes')",
+            Duration::from_secs(5),
+        )
+        .await?;
+    options.type_into("#idleMinutes", "7").await?;
+    options.click("#saveSettings").await?;
+    options
+        .wait_for(
+            "document.querySelector('#settings-status').textContent === 'Saved.'",
+            Duration::from_secs(5),
+        )
+        .await?;
+    options.close().await?;
+    let stored = worker
+        .eval("chrome.storage.local.get('debuggerIdleSeconds').then((s) => s.debuggerIdleSeconds)")
+        .await?;
+    assert_eq!(stored, json!(420));
+    // Seconds for the test (the Options page offers whole minutes only).
+    worker
+        .eval("chrome.storage.local.set({debuggerIdleSeconds: 2}).then(() => 1)")
+        .await?;
+
+    backend
+        .text(
+            "navigate",
+            json!({"tabId": tab, "url": fixtures.url("idle.html")}),
+        )
+        .await?;
+    assert!(debugger_state(&worker, tab).await?.0);
+    wait_detached(&worker, tab).await?;
+
+    // While detached, the page logs and fetches.
+    tell_idle_page(&worker, &fixtures, "log").await?;
+    wait_title(&worker, tab, "fetched while detached").await?;
+    assert_eq!(debugger_state(&worker, tab).await?, (false, false));
+
+    // The next command attaches again; console messages come back, each once.
+    let started = std::time::Instant::now();
+    let console = backend
+        .text("read_console_messages", json!({"tabId": tab}))
+        .await?;
+    eprintln!(
+        "first command after idle (re-attach, enable, replay): {:?}",
+        started.elapsed()
+    );
+    assert!(debugger_state(&worker, tab).await?.0);
+    assert_eq!(
+        console.matches("logged before idle").count(),
+        1,
+        "{console}"
+    );
+    assert_eq!(
+        console.matches("logged while detached").count(),
+        1,
+        "{console}"
+    );
+    // Requests then were not seen by the debugger: said, and filled from resource timing.
+    let network = backend
+        .text("read_network_requests", json!({"tabId": tab}))
+        .await?;
+    let gap = network
+        .lines()
+        .find(|l| l.starts_with("Not recorded from "))
+        .unwrap_or_else(|| panic!("no gap line in {network}"));
+    assert!(
+        gap.contains("the debugger was detached while the tab was idle"),
+        "{network}"
+    );
+    let Some(filled) = network
+        .lines()
+        .find(|l| l.contains("hello.html?while=detached"))
+    else {
+        let entries = js(&backend, tab, "JSON.stringify([Date.now(), performance.getEntriesByType('resource').map((e) => [e.name, performance.timeOrigin + e.startTime])])").await?;
+        panic!("the fetch made while detached is not listed: {network}\n{entries}");
+    };
+    assert!(
+        filled.contains("200") && filled.contains("from resource timing"),
+        "{filled}"
+    );
+    let page_line = network.find("idle.html").expect("the page's own request");
+    assert!(
+        page_line < network.find("Not recorded").unwrap(),
+        "{network}"
+    );
+
+    // A dialog that opens while detached: the next command says so at once, handle_dialog
+    // dismisses it and the page goes on.
+    wait_detached(&worker, tab).await?;
+    tell_idle_page(&worker, &fixtures, "alert").await?;
+    wait_title(&worker, tab, "alert coming").await?;
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let e = backend
+        .error("javascript_tool", json!({"tabId": tab, "text": "1"}))
+        .await?;
+    assert!(
+        e.contains("does not respond") && e.contains("opened while the debugger was detached"),
+        "{e}"
+    );
+    let out = backend
+        .text("handle_dialog", json!({"tabId": tab, "accept": true}))
+        .await?;
+    assert!(
+        out.starts_with(
+            "Dismissed the JavaScript dialog that opened while the debugger was detached"
+        ) && out.contains("could not be accepted"),
+        "{out}"
+    );
+    assert_eq!(js(&backend, tab, "document.title").await?, "alert closed");
+
+    // The tab stayed in the group throughout.
+    let now = worker
+        .eval(&format!("chrome.tabs.get({tab}).then((t) => t.groupId)"))
+        .await?;
+    assert_eq!(now, group);
+    assert!(context_tabs(&backend.text("tabs_context_mcp", json!({})).await?).contains(&tab));
+    Ok(())
+}
