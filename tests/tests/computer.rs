@@ -746,3 +746,94 @@ async fn idle_tabs_are_detached_and_recording_stays_coherent() -> Result<()> {
     assert!(context_tabs(&backend.text("tabs_context_mcp", json!({})).await?).contains(&tab));
     Ok(())
 }
+
+async fn viewport(backend: &Backend, tab: i64) -> Result<(f64, f64)> {
+    let v: Vec<f64> =
+        serde_json::from_str(&js(backend, tab, "[innerWidth, innerHeight]").await?).expect("size");
+    Ok((v[0], v[1]))
+}
+
+/// resize_window changes the viewport (a maximized window is restored first), the screenshot
+/// follows, and clicks at screenshot positions still land; screenshots in between leave no
+/// device-metrics override behind that would freeze the viewport.
+async fn resize_follows(opts: BrowserOptions, maximize_first: bool) -> Result<()> {
+    let (fixtures, backend, browser, tab) = connected(opts).await?;
+    let worker = browser.worker().await?;
+    backend
+        .text(
+            "navigate",
+            json!({"tabId": tab, "url": fixtures.url("input.html")}),
+        )
+        .await?;
+    let window = |prop: &str| {
+        format!("chrome.tabs.get({tab}).then((t) => chrome.windows.get(t.windowId)).then((w) => {prop})")
+    };
+    if maximize_first {
+        // A maximized window is restored to take the size.
+        let state = worker
+            .eval(&window(
+                "chrome.windows.update(w.id, {state: 'maximized'})).then((w) => w.state",
+            ))
+            .await?;
+        assert_eq!(state, json!("maximized"));
+    }
+    let mut frames = Vec::new();
+    for (w, h) in [(1100.0, 800.0), (820.0, 560.0)] {
+        let out = backend
+            .text(
+                "resize_window",
+                json!({"tabId": tab, "width": w, "height": h}),
+            )
+            .await?;
+        let (vw, vh) = viewport(&backend, tab).await?;
+        assert_eq!(
+            out,
+            format!("Resized the window to {w}x{h}; the viewport is now {vw}x{vh}")
+                .replace(".0", "")
+        );
+        let outer = worker.eval(&window("[w.width, w.height, w.state]")).await?;
+        assert_eq!(outer, json!([w as i64, h as i64, "normal"]));
+        assert!(
+            vw <= w && vh < h && vw > w - 40.0 && vh > h - 200.0,
+            "{vw}x{vh} in {w}x{h}"
+        );
+        // The window's frame (toolbar, tab strip) keeps its size: the viewport took the rest.
+        frames.push((w - vw, h - vh));
+        let (sw, sh, _) = screenshot(&backend, tab).await?;
+        assert_eq!((sw, sh), (vw, vh), "the screenshot follows the viewport");
+        for id in ["b1", "b3"] {
+            let (x, y) = centre(&backend, tab, id).await?;
+            computer(
+                &backend,
+                tab,
+                json!({"action": "left_click", "coordinate": [x.round(), y.round()]}),
+            )
+            .await?;
+            let e = last_event(&backend, tab, "click").await?;
+            assert_eq!(e["id"], id, "{e} after resizing to {w}x{h}");
+        }
+    }
+    assert_eq!(frames[0], frames[1], "{frames:?}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn resize_window_moves_the_viewport_headless() -> Result<()> {
+    resize_follows(BrowserOptions::default(), true).await
+}
+
+/// The same in a windowed Chromium on a virtual display (Xvfb; it has no window manager, so no
+/// maximized window there).
+#[tokio::test]
+async fn resize_window_moves_the_viewport_in_a_real_window() -> Result<()> {
+    let display = browser_operator_e2e::VirtualDisplay::start()?;
+    resize_follows(
+        BrowserOptions {
+            headless: false,
+            display: Some(display.name().to_string()),
+            ..Default::default()
+        },
+        false,
+    )
+    .await
+}

@@ -1,5 +1,6 @@
-//! handle_dialog (answer a tab's JavaScript dialog) and resize_window (the tab's window; the
-//! viewport follows, no device-metrics override is involved).
+//! handle_dialog (answer a tab's JavaScript dialog, also one that opened while the debugger was
+//! detached) and resize_window (the tab's window; in a windowed browser the viewport follows, no
+//! device-metrics override is involved: see screenshot's one-capture-at-a-time).
 
 use crate::cdp;
 use crate::chrome::tabs::{self, CreateProperties, UpdateProperties};
@@ -92,14 +93,14 @@ async fn dismiss_unseen(tab_id: i32, accept: bool) -> Result<ToolResult, String>
 #[serde(rename_all = "camelCase")]
 pub struct ResizeArgs {
     tab_id: i32,
-    width: u32,
-    height: u32,
+    // Numbers, not u32: `800.0` is an integer to the schema check (range checked there).
+    width: f64,
+    height: f64,
 }
 
 pub async fn resize(args: ResizeArgs) -> Result<ToolResult, String> {
     let tab = tabs::get(args.tab_id).await?;
-    windows::resize(tab.window_id, args.width, args.height).await?;
-    // The viewport follows the window once the renderer has resized.
+    let (width, height) = (args.width.round() as u32, args.height.round() as u32);
     let read = || async {
         cdp::send(
             args.tab_id,
@@ -116,20 +117,27 @@ pub async fn resize(args: ResizeArgs) -> Result<ToolResult, String> {
         .unwrap_or_default()
     };
     let before = read().await;
-    let mut size = before.clone();
+    windows::resize(tab.window_id, width, height).await?;
     // Bounded wait for the renderer to take the new size (an unchanged size is possible when
-    // the window already had it).
+    // the window already had it), then for it to settle (a restored maximized window passes
+    // through an intermediate size).
+    let mut size = read().await;
     for _ in 0..40 {
-        crate::js::sleep_ms(50).await;
-        size = read().await;
         if size != before {
-            crate::js::sleep_ms(100).await;
-            size = read().await;
             break;
         }
+        crate::js::sleep_ms(50).await;
+        size = read().await;
+    }
+    for _ in 0..10 {
+        crate::js::sleep_ms(100).await;
+        let again = read().await;
+        if again == size {
+            break;
+        }
+        size = again;
     }
     Ok(ToolResult::text(format!(
-        "Resized the window to {}x{}; the viewport is now {size}",
-        args.width, args.height
+        "Resized the window to {width}x{height}; the viewport is now {size}"
     )))
 }
