@@ -186,7 +186,15 @@ async fn detach_idle(period: f64) -> f64 {
             next = next.min(period);
             continue;
         }
-        detach(tab).await;
+        // A command may have started while an earlier tab was being detached.
+        let still_idle = TABS.with(|t| {
+            t.borrow()
+                .get(&tab)
+                .is_some_and(|u| u.running == 0 && u.last + period <= now_ms())
+        });
+        if still_idle {
+            detach(tab).await;
+        }
     }
     next
 }

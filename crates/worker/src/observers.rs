@@ -116,7 +116,7 @@ pub async fn observe(tab: i32) -> Result<(), String> {
         let enabled =
             cdp::send_with_timeout(tab, &format!("{domain}.enable"), json!({}), BLOCKED_MS).await;
         match enabled {
-            Err(e) if domain == "Page" && e.contains("timed out") => {
+            Err(e) if domain == "Page" && e.contains("timed out") && after_idle(tab) => {
                 // A dialog opened while no debugger was attached blocks the page, and Chrome
                 // reports it only to a debugger that was attached when it opened.
                 with(tab, |r| {
@@ -147,6 +147,16 @@ pub async fn observe(tab: i32) -> Result<(), String> {
         });
     }
     Ok(())
+}
+
+/// True while the tab's recording has a gap that is still open (detached for idleness).
+fn after_idle(tab: i32) -> bool {
+    TABS.with(|t| {
+        t.borrow()
+            .get(&tab)
+            .and_then(|r| r.gaps.back())
+            .is_some_and(|g| g.to.is_none())
+    })
 }
 
 /// True when the page evaluates a trivial expression within `ms`.
@@ -550,5 +560,49 @@ mod tests {
         );
         assert_eq!(r.requests.len(), 1);
         assert_eq!(r.requests[0].url, "http://b.test/");
+    }
+
+    #[test]
+    fn downloads_are_tracked_until_they_end() {
+        let mut r = Recording::default();
+        handle(
+            &mut r,
+            "Page.downloadWillBegin",
+            &json!({"guid": "g1", "url": "http://a.test/f.zip"}),
+            1.0,
+        );
+        handle(
+            &mut r,
+            "Page.downloadProgress",
+            &json!({"guid": "g1", "state": "inProgress"}),
+            2.0,
+        );
+        assert_eq!(r.downloads.get("g1"), Some(&2.0));
+        handle(
+            &mut r,
+            "Page.downloadProgress",
+            &json!({"guid": "g1", "state": "completed"}),
+            3.0,
+        );
+        assert!(r.downloads.is_empty());
+    }
+
+    #[test]
+    fn requests_carry_their_wall_time() {
+        let mut r = Recording::default();
+        handle(
+            &mut r,
+            "Network.requestWillBeSent",
+            &json!({"requestId": "1", "wallTime": 1700000000.5, "request": {"method": "GET", "url": "http://a.test/"}}),
+            9.0,
+        );
+        handle(
+            &mut r,
+            "Network.requestWillBeSent",
+            &json!({"requestId": "2", "request": {"method": "GET", "url": "http://a.test/b"}}),
+            9.0,
+        );
+        assert_eq!(r.requests[0].at, 1_700_000_000_500.0);
+        assert_eq!(r.requests[1].at, 9.0);
     }
 }
