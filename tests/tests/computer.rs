@@ -837,3 +837,46 @@ async fn resize_window_moves_the_viewport_in_a_real_window() -> Result<()> {
     )
     .await
 }
+
+/// A worker that Chrome restarts while a group tab stays attached does not know the tab: the
+/// `debugger-idle` alarm (every minute while tabs are attached; fired at once here) makes it
+/// find the tab and detach it one idle period later.
+#[tokio::test]
+async fn an_attached_tab_is_detached_after_a_worker_restart() -> Result<()> {
+    let (fixtures, backend, browser, tab) = connected(BrowserOptions::default()).await?;
+    let worker = browser.worker().await?;
+    worker
+        .eval("chrome.storage.local.set({debuggerIdleSeconds: 3}).then(() => 1)")
+        .await?;
+    backend
+        .text(
+            "navigate",
+            json!({"tabId": tab, "url": fixtures.url("hello.html")}),
+        )
+        .await?;
+    let alarm = worker
+        .eval("chrome.alarms.get('debugger-idle').then((a) => a ? a.periodInMinutes : null)")
+        .await?;
+    assert_eq!(
+        alarm,
+        json!(1),
+        "the backstop alarm runs while a tab is attached"
+    );
+    drop(worker);
+    browser.stop_worker().await?;
+    // Any extension event wakes it: the Options page asks for the state.
+    browser.options_page().await?.close().await?;
+    browser.wait_worker(Duration::from_secs(10)).await?;
+    let worker = browser.worker().await?;
+    assert!(
+        debugger_state(&worker, tab).await?.0,
+        "the debugger stays attached across the restart"
+    );
+    worker
+        .eval("chrome.alarms.create('debugger-idle', {when: Date.now()}).then(() => 1)")
+        .await?;
+    wait_detached(&worker, tab).await?;
+    // And the tab works as before.
+    assert_eq!(js(&backend, tab, "document.title").await?, "Fixture: hello");
+    Ok(())
+}
