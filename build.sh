@@ -84,6 +84,19 @@ setup_chromium() {
   fi
 }
 
+# A virtual display for the test that drives a windowed (headful) Chromium.
+setup_xvfb() {
+  have Xvfb && return 0
+  if have apt-get && as_root true 2>/dev/null; then
+    say "installing Xvfb (Debian package xvfb; the windowed-browser test runs on it)"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq xvfb >/dev/null
+  else
+    echo "Xvfb is missing: install xvfb (the windowed-browser test needs it)." >&2
+    return 1
+  fi
+}
+
 build_worker() {
   say "building the wasm worker"
   cargo build --release -p browser-operator-worker --target wasm32-unknown-unknown
@@ -193,13 +206,13 @@ lint() {
 
 cmd="${1:-help}"
 case "$cmd" in
-  setup) setup_rust; setup_chromium ;;
+  setup) setup_rust; setup_chromium; setup_xvfb ;;
   build) setup_rust; apply_brand; build_worker; build_server ;;
   brand) apply_brand ;;
   package) setup_rust; setup_chromium; package ;;
   lint) setup_rust; lint ;;
   test)
-    setup_rust; setup_chromium
+    setup_rust; setup_chromium; setup_xvfb
     build_worker; build_server
     lint
     say "tests (unit, server, and headless Chromium end to end)"

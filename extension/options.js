@@ -75,6 +75,7 @@ async function load() {
   $("group-title").textContent = state.groupTitle;
   document.title = `${state.productName} — Options`;
   showStatus(state.status);
+  if (state.settings) $("idleMinutes").value = String(state.settings.idleMinutes);
   document.body.dataset.ready = "true";
 }
 
@@ -92,6 +93,23 @@ $("form").addEventListener("submit", async (event) => {
   }
   const reply = await chrome.runtime.sendMessage({ type: "saveConfig", config });
   if (reply && !reply.ok) showError(reply.field, reply.message);
+});
+
+// Settings that apply without reconnecting; the worker validates them.
+$("settings").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  $("idleMinutes-error").textContent = "";
+  $("idleMinutes").removeAttribute("aria-invalid");
+  $("settings-status").textContent = "";
+  const idleMinutes = $("idleMinutes").value.trim() === "" ? NaN : Number($("idleMinutes").value);
+  const reply = await chrome.runtime.sendMessage({ type: "saveSettings", idleMinutes });
+  if (reply && reply.ok) {
+    $("settings-status").textContent = "Saved.";
+  } else {
+    $("idleMinutes-error").textContent = reply?.message ?? "The settings could not be saved.";
+    $("idleMinutes").setAttribute("aria-invalid", "true");
+    $("idleMinutes").focus();
+  }
 });
 
 $("transport").addEventListener("change", showTransport);

@@ -16,6 +16,9 @@ chrome.debugger.onDetach.addListener((source) => ready.then(() => worker.onDebug
 // CDP events (console, network, dialogs) of group tabs; params is undefined for some events.
 chrome.debugger.onEvent.addListener((source, method, params) =>
   ready.then(() => worker.onDebuggerEvent(source, method, params ?? null)));
+chrome.storage.onChanged.addListener((changes, area) => {
+  if (area === "local" && changes.debuggerIdleSeconds) ready.then(() => worker.onIdleSettingChanged());
+});
 chrome.tabs.onCreated.addListener((tab) => ready.then(() => worker.onTabCreated(tab)));
 chrome.tabs.onRemoved.addListener((tabId) => ready.then(() => worker.onTabRemoved(tabId)));
 // Startup and install only need the worker to run: boot() does the rest.

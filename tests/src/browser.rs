@@ -55,6 +55,9 @@ pub struct BrowserOptions {
     pub extension_dir: Option<PathBuf>,
     /// Run without a window. Default `true`; `./build.sh run` opens a real window when it can.
     pub headless: bool,
+    /// The X display of a headful browser (`DISPLAY`), e.g. a [`crate::VirtualDisplay`]'s;
+    /// default: the environment's.
+    pub display: Option<String>,
 }
 
 impl Default for BrowserOptions {
@@ -67,6 +70,7 @@ impl Default for BrowserOptions {
             user_data_dir: None,
             extension_dir: None,
             headless: true,
+            display: None,
         }
     }
 }
@@ -237,6 +241,9 @@ impl Browser {
         let log_path = temp_dir.join("chromium.log");
         let log = File::create(&log_path)?;
         let mut command = Command::new(&binary);
+        if let Some(display) = &opts.display {
+            command.env("DISPLAY", display);
+        }
         command
             .args(&args)
             .stdin(Stdio::null())

@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 pub mod backend;
 pub mod browser;
 pub mod cdp;
+pub mod display;
 pub mod error;
 pub mod fixtures;
 pub mod mcp;
@@ -25,6 +26,7 @@ pub mod mcp;
 pub use backend::{created_tab_id, images, tabs_context, Backend, Caller};
 pub use browser::{js_string, Browser, BrowserOptions, Page, Session, TargetInfo};
 pub use cdp::{wait_event_on, Cdp, Event};
+pub use display::VirtualDisplay;
 pub use error::{Error, Result, ResultExt};
 pub use fixtures::FixtureServer;
 

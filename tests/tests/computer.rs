@@ -563,3 +563,320 @@ async fn dialogs_popups_resizing_and_leaving_the_group() -> Result<()> {
     assert_eq!(bounds, json!("900x700"));
     Ok(())
 }
+
+/// Whether this extension's debugger (or any client) is attached to each page target, from
+/// the worker: `[tab's state, any page attached]`.
+async fn debugger_state(worker: &browser_operator_e2e::Session, tab: i64) -> Result<(bool, bool)> {
+    let v = worker
+        .eval(&format!(
+            "chrome.debugger.getTargets().then((ts) => [ts.some((t) => t.tabId === {tab} && t.attached), ts.some((t) => t.type === 'page' && t.attached)])"
+        ))
+        .await?;
+    Ok((v[0] == json!(true), v[1] == json!(true)))
+}
+
+async fn wait_detached(worker: &browser_operator_e2e::Session, tab: i64) -> Result<()> {
+    for _ in 0..200 {
+        if debugger_state(worker, tab).await? == (false, false) {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("tab {tab} was not detached within 20 s of idleness");
+}
+
+async fn wait_title(worker: &browser_operator_e2e::Session, tab: i64, title: &str) -> Result<()> {
+    let mut seen = Value::Null;
+    for _ in 0..100 {
+        seen = worker
+            .eval(&format!("chrome.tabs.get({tab}).then((t) => t.title)"))
+            .await?;
+        if seen == json!(title) {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("tab {tab}'s title stayed {seen}, never {title:?}");
+}
+
+/// Another window of the fixture's origin, which tells the idle tab what to do (BroadcastChannel)
+/// without touching its debugger.
+async fn tell_idle_page(
+    worker: &browser_operator_e2e::Session,
+    fixtures: &FixtureServer,
+    what: &str,
+) -> Result<()> {
+    let url = fixtures.url(&format!("idle.html?send={what}"));
+    worker
+        .eval(&format!(
+            "chrome.windows.create({{url: {url:?}, focused: false}}).then((w) => w.id)"
+        ))
+        .await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn idle_tabs_are_detached_and_recording_stays_coherent() -> Result<()> {
+    let (fixtures, backend, browser, tab) = connected(BrowserOptions::default()).await?;
+    let worker = browser.worker().await?;
+    let group = worker
+        .eval(&format!("chrome.tabs.get({tab}).then((t) => t.groupId)"))
+        .await?;
+
+    // The setting, through the Options page: whole minutes, checked by the worker.
+    let options = browser.options_page().await?;
+    options.type_into("#idleMinutes", "-1").await?;
+    options.click("#saveSettings").await?;
+    options
+        .wait_for(
+            "document.querySelector('#idleMinutes-error').textContent.includes('whole number of minutes')",
+            Duration::from_secs(5),
+        )
+        .await?;
+    options.type_into("#idleMinutes", "7").await?;
+    options.click("#saveSettings").await?;
+    options
+        .wait_for(
+            "document.querySelector('#settings-status').textContent === 'Saved.'",
+            Duration::from_secs(5),
+        )
+        .await?;
+    options.close().await?;
+    let stored = worker
+        .eval("chrome.storage.local.get('debuggerIdleSeconds').then((s) => s.debuggerIdleSeconds)")
+        .await?;
+    assert_eq!(stored, json!(420));
+    // Seconds for the test (the Options page offers whole minutes only).
+    worker
+        .eval("chrome.storage.local.set({debuggerIdleSeconds: 2}).then(() => 1)")
+        .await?;
+
+    backend
+        .text(
+            "navigate",
+            json!({"tabId": tab, "url": fixtures.url("idle.html")}),
+        )
+        .await?;
+    assert!(debugger_state(&worker, tab).await?.0);
+    wait_detached(&worker, tab).await?;
+
+    // While detached, the page logs and fetches.
+    tell_idle_page(&worker, &fixtures, "log").await?;
+    wait_title(&worker, tab, "fetched while detached").await?;
+    assert_eq!(debugger_state(&worker, tab).await?, (false, false));
+
+    // The next command attaches again; console messages come back, each once.
+    let started = std::time::Instant::now();
+    let console = backend
+        .text("read_console_messages", json!({"tabId": tab}))
+        .await?;
+    eprintln!(
+        "first command after idle (re-attach, enable, replay): {:?}",
+        started.elapsed()
+    );
+    assert!(debugger_state(&worker, tab).await?.0);
+    assert_eq!(
+        console.matches("logged before idle").count(),
+        1,
+        "{console}"
+    );
+    assert_eq!(
+        console.matches("logged while detached").count(),
+        1,
+        "{console}"
+    );
+    // Requests then were not seen by the debugger: said, and filled from resource timing.
+    let network = backend
+        .text("read_network_requests", json!({"tabId": tab}))
+        .await?;
+    let gap = network
+        .lines()
+        .find(|l| l.starts_with("Not recorded from "))
+        .unwrap_or_else(|| panic!("no gap line in {network}"));
+    assert!(
+        gap.contains("the debugger was detached while the tab was idle"),
+        "{network}"
+    );
+    let Some(filled) = network
+        .lines()
+        .find(|l| l.contains("hello.html?while=detached"))
+    else {
+        let entries = js(&backend, tab, "JSON.stringify([Date.now(), performance.getEntriesByType('resource').map((e) => [e.name, performance.timeOrigin + e.startTime])])").await?;
+        panic!("the fetch made while detached is not listed: {network}\n{entries}");
+    };
+    assert!(
+        filled.contains("200") && filled.contains("from resource timing"),
+        "{filled}"
+    );
+    let page_line = network.find("idle.html").expect("the page's own request");
+    assert!(
+        page_line < network.find("Not recorded").unwrap(),
+        "{network}"
+    );
+
+    // A dialog that opens while detached: the next command says so at once, handle_dialog
+    // dismisses it and the page goes on.
+    wait_detached(&worker, tab).await?;
+    tell_idle_page(&worker, &fixtures, "alert").await?;
+    wait_title(&worker, tab, "alert coming").await?;
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let e = backend
+        .error("javascript_tool", json!({"tabId": tab, "text": "1"}))
+        .await?;
+    assert!(
+        e.contains("does not respond") && e.contains("opened while the debugger was detached"),
+        "{e}"
+    );
+    let out = backend
+        .text("handle_dialog", json!({"tabId": tab, "accept": true}))
+        .await?;
+    assert!(
+        out.starts_with(
+            "Dismissed the JavaScript dialog that opened while the debugger was detached"
+        ) && out.contains("could not be accepted"),
+        "{out}"
+    );
+    assert_eq!(js(&backend, tab, "document.title").await?, "alert closed");
+
+    // The tab stayed in the group throughout.
+    let now = worker
+        .eval(&format!("chrome.tabs.get({tab}).then((t) => t.groupId)"))
+        .await?;
+    assert_eq!(now, group);
+    assert!(context_tabs(&backend.text("tabs_context_mcp", json!({})).await?).contains(&tab));
+    Ok(())
+}
+
+async fn viewport(backend: &Backend, tab: i64) -> Result<(f64, f64)> {
+    let v: Vec<f64> =
+        serde_json::from_str(&js(backend, tab, "[innerWidth, innerHeight]").await?).expect("size");
+    Ok((v[0], v[1]))
+}
+
+/// resize_window changes the viewport (a maximized window is restored first), the screenshot
+/// follows, and clicks at screenshot positions still land; screenshots in between leave no
+/// device-metrics override behind that would freeze the viewport.
+async fn resize_follows(opts: BrowserOptions, maximize_first: bool) -> Result<()> {
+    let (fixtures, backend, browser, tab) = connected(opts).await?;
+    let worker = browser.worker().await?;
+    backend
+        .text(
+            "navigate",
+            json!({"tabId": tab, "url": fixtures.url("input.html")}),
+        )
+        .await?;
+    let window = |prop: &str| {
+        format!("chrome.tabs.get({tab}).then((t) => chrome.windows.get(t.windowId)).then((w) => {prop})")
+    };
+    if maximize_first {
+        // A maximized window is restored to take the size.
+        let state = worker
+            .eval(&window(
+                "chrome.windows.update(w.id, {state: 'maximized'})).then((w) => w.state",
+            ))
+            .await?;
+        assert_eq!(state, json!("maximized"));
+    }
+    let mut frames = Vec::new();
+    for (w, h) in [(1100.0, 800.0), (820.0, 560.0)] {
+        let out = backend
+            .text(
+                "resize_window",
+                json!({"tabId": tab, "width": w, "height": h}),
+            )
+            .await?;
+        let (vw, vh) = viewport(&backend, tab).await?;
+        assert_eq!(
+            out,
+            format!("Resized the window to {w}x{h}; the viewport is now {vw}x{vh}")
+                .replace(".0", "")
+        );
+        let outer = worker.eval(&window("[w.width, w.height, w.state]")).await?;
+        assert_eq!(outer, json!([w as i64, h as i64, "normal"]));
+        assert!(
+            vw <= w && vh < h && vw > w - 40.0 && vh > h - 200.0,
+            "{vw}x{vh} in {w}x{h}"
+        );
+        // The window's frame (toolbar, tab strip) keeps its size: the viewport took the rest.
+        frames.push((w - vw, h - vh));
+        let (sw, sh, _) = screenshot(&backend, tab).await?;
+        assert_eq!((sw, sh), (vw, vh), "the screenshot follows the viewport");
+        for id in ["b1", "b3"] {
+            let (x, y) = centre(&backend, tab, id).await?;
+            computer(
+                &backend,
+                tab,
+                json!({"action": "left_click", "coordinate": [x.round(), y.round()]}),
+            )
+            .await?;
+            let e = last_event(&backend, tab, "click").await?;
+            assert_eq!(e["id"], id, "{e} after resizing to {w}x{h}");
+        }
+    }
+    assert_eq!(frames[0], frames[1], "{frames:?}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn resize_window_moves_the_viewport_headless() -> Result<()> {
+    resize_follows(BrowserOptions::default(), true).await
+}
+
+/// The same in a windowed Chromium on a virtual display (Xvfb; it has no window manager, so no
+/// maximized window there).
+#[tokio::test]
+async fn resize_window_moves_the_viewport_in_a_real_window() -> Result<()> {
+    let display = browser_operator_e2e::VirtualDisplay::start()?;
+    resize_follows(
+        BrowserOptions {
+            headless: false,
+            display: Some(display.name().to_string()),
+            ..Default::default()
+        },
+        false,
+    )
+    .await
+}
+
+/// A worker that Chrome restarts while a group tab stays attached does not know the tab: the
+/// `debugger-idle` alarm (every minute while tabs are attached; fired at once here) makes it
+/// find the tab and detach it one idle period later.
+#[tokio::test]
+async fn an_attached_tab_is_detached_after_a_worker_restart() -> Result<()> {
+    let (fixtures, backend, browser, tab) = connected(BrowserOptions::default()).await?;
+    let worker = browser.worker().await?;
+    worker
+        .eval("chrome.storage.local.set({debuggerIdleSeconds: 3}).then(() => 1)")
+        .await?;
+    backend
+        .text(
+            "navigate",
+            json!({"tabId": tab, "url": fixtures.url("hello.html")}),
+        )
+        .await?;
+    let alarm = worker
+        .eval("chrome.alarms.get('debugger-idle').then((a) => a ? a.periodInMinutes : null)")
+        .await?;
+    assert_eq!(
+        alarm,
+        json!(1),
+        "the backstop alarm runs while a tab is attached"
+    );
+    drop(worker);
+    browser.stop_worker().await?;
+    // Any extension event wakes it: the Options page asks for the state.
+    browser.options_page().await?.close().await?;
+    browser.wait_worker(Duration::from_secs(10)).await?;
+    let worker = browser.worker().await?;
+    assert!(
+        debugger_state(&worker, tab).await?.0,
+        "the debugger stays attached across the restart"
+    );
+    worker
+        .eval("chrome.alarms.create('debugger-idle', {when: Date.now()}).then(() => 1)")
+        .await?;
+    wait_detached(&worker, tab).await?;
+    // And the tab works as before.
+    assert_eq!(js(&backend, tab, "document.title").await?, "Fixture: hello");
+    Ok(())
+}

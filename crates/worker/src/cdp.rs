@@ -1,4 +1,5 @@
-//! Debugger sessions on group tabs: attach on first use, every CDP call bounded in time.
+//! Debugger sessions on group tabs: attach on first use, every CDP call bounded in time
+//! (`idle` detaches tabs nobody uses).
 
 use crate::chrome::debugger;
 use crate::js::{sleep_ms, with_timeout};
@@ -16,6 +17,8 @@ thread_local! {
 }
 
 async fn ensure_attached(tab_id: i32) -> Result<(), String> {
+    // An idle detach under way finishes first; this command then attaches again.
+    crate::idle::settled(tab_id).await;
     if ATTACHED.with(|a| a.borrow().contains(&tab_id)) {
         return Ok(());
     }
@@ -31,6 +34,7 @@ async fn ensure_attached(tab_id: i32) -> Result<(), String> {
         Err(e) => return Err(format!("Attaching the debugger to tab {tab_id} failed: {e}")),
     }
     ATTACHED.with(|a| a.borrow_mut().insert(tab_id));
+    crate::idle::attached(tab_id);
     Ok(())
 }
 
@@ -53,6 +57,7 @@ pub async fn send_with_timeout(
     params: Value,
     timeout_ms: u32,
 ) -> Result<Value, String> {
+    crate::idle::touch(tab_id);
     ensure_attached(tab_id).await?;
     let result = with_timeout(timeout_ms, method, unless_dialog(tab_id, method, &params)).await?;
     match result {

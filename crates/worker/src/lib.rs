@@ -8,6 +8,7 @@ mod cdp;
 mod chrome;
 mod coords;
 mod group;
+mod idle;
 mod js;
 mod observers;
 mod pages;
@@ -32,6 +33,15 @@ pub fn on_alarm(name: String) {
     if name == session::ALARM {
         spawn_local(session::resume());
     }
+    if name == idle::ALARM {
+        spawn_local(idle::on_alarm());
+    }
+}
+
+/// `chrome.storage.onChanged` for the debugger's idle period: applied at once.
+#[wasm_bindgen(js_name = onIdleSettingChanged)]
+pub fn on_idle_setting_changed() {
+    idle::setting_changed();
 }
 
 /// `chrome.debugger.onDetach`: forget the session so the next command attaches again.
@@ -43,6 +53,7 @@ pub fn on_debugger_detach(source: JsValue) {
     if let Some(tab) = tab {
         cdp::on_detach(tab as i32);
         observers::on_detach(tab as i32);
+        idle::forget(tab as i32);
     }
 }
 
@@ -81,6 +92,7 @@ pub fn on_tab_removed(tab: i32) {
     observers::forget(tab);
     tools::computer::screenshot::forget(tab);
     cdp::on_detach(tab);
+    idle::forget(tab);
 }
 
 /// `chrome.runtime.onMessage`: requests from the extension's own pages (Options). The answer

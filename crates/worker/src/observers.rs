@@ -3,9 +3,13 @@
 //! worker.js forwards) from the moment the tab joins the group. Buffers are bounded; the network
 //! list is cleared when the top frame moves to another site.
 //!
-//! Recording needs the debugger attached, so group tabs stay attached while they are in the
-//! group (Chrome shows its "is debugging this browser" bar meanwhile); a tab that leaves the
-//! group or closes is detached by Chrome or forgotten here.
+//! Recording needs the debugger attached. A tab idle for a while is detached (`idle`) so
+//! Chrome's "is debugging this browser" bar goes; across that gap console messages and
+//! exceptions that the page still holds are replayed when recording starts again (each kept
+//! once), network requests are not: the gap is recorded, and filled as far as the page's own
+//! resource timing entries tell. A dialog that opens while detached blocks the page without a
+//! word to a debugger that attaches later: a page that does not answer then counts as having
+//! one (`Dialog::unknown`). A tab that closes is forgotten here.
 
 use crate::cdp;
 use serde_json::{json, Value};
@@ -14,6 +18,11 @@ use std::collections::{HashMap, VecDeque};
 
 const MAX_CONSOLE: usize = 1_000;
 const MAX_REQUESTS: usize = 1_000;
+const MAX_GAPS: usize = 50;
+/// A download not heard of for this long no longer holds the debugger.
+const DOWNLOAD_QUIET_MS: f64 = 10.0 * 60_000.0;
+/// How long a page may take to answer `Page.enable` before it counts as blocked.
+const BLOCKED_MS: u32 = 3_000;
 
 #[derive(Clone)]
 pub struct ConsoleEntry {
@@ -32,6 +41,29 @@ pub struct Request {
     pub kind: String,
     pub status: Option<i64>,
     pub failure: Option<String>,
+    /// When it was sent, in ms since the epoch.
+    pub at: f64,
+}
+
+/// A time the debugger was detached while the tab was idle: requests then were not recorded.
+#[derive(Clone)]
+pub struct Gap {
+    pub from: f64,
+    /// `None` while still detached.
+    pub to: Option<f64>,
+    /// What the page's resource timing lists from that time (loaded by the page itself).
+    pub timing: Vec<TimedResource>,
+}
+
+#[derive(Clone, Debug, PartialEq, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TimedResource {
+    pub url: String,
+    pub initiator: String,
+    /// 0 when the page may not know it (cross-origin without Timing-Allow-Origin).
+    #[serde(default)]
+    pub status: i64,
+    pub at: f64,
 }
 
 #[derive(Clone)]
@@ -39,6 +71,9 @@ pub struct Dialog {
     pub kind: String,
     pub message: String,
     pub default_prompt: String,
+    /// The page stopped answering while the debugger was away: most likely a dialog that
+    /// opened then, which Chrome does not report to a debugger attached later.
+    pub unknown: bool,
 }
 
 #[derive(Default)]
@@ -50,6 +85,9 @@ struct Recording {
     dialog: Option<Dialog>,
     /// When the page last opened a window (window.open, target=_blank), by the worker's clock.
     window_opened_at: f64,
+    gaps: VecDeque<Gap>,
+    /// Downloads in progress (guid → when last heard of).
+    downloads: HashMap<String, f64>,
 }
 
 thread_local! {
@@ -65,12 +103,114 @@ pub async fn observe(tab: i32) -> Result<(), String> {
     if with(tab, |r| r.enabled) && cdp::is_attached(tab) {
         return Ok(());
     }
+    // A page found blocked stays so (every command says so at once) until it answers again:
+    // handle_dialog closed the dialog, or the user did.
+    if open_dialog(tab).is_some_and(|d| d.unknown) {
+        if !answers(tab, 500).await {
+            return Ok(());
+        }
+        dialog_closed(tab);
+    }
     // Page first: dialogs are reported from here on, and a dialog blocks Runtime.enable's reply.
     for domain in ["Page", "Network", "Log", "Runtime"] {
-        cdp::send_with_timeout(tab, &format!("{domain}.enable"), json!({}), 3_000).await?;
+        let enabled =
+            cdp::send_with_timeout(tab, &format!("{domain}.enable"), json!({}), BLOCKED_MS).await;
+        match enabled {
+            Err(e) if domain == "Page" && e.contains("timed out") && after_idle(tab) => {
+                // A dialog opened while no debugger was attached blocks the page, and Chrome
+                // reports it only to a debugger that was attached when it opened.
+                with(tab, |r| {
+                    r.dialog = Some(Dialog {
+                        kind: "unknown".into(),
+                        message: String::new(),
+                        default_prompt: String::new(),
+                        unknown: true,
+                    })
+                });
+                return Err(e);
+            }
+            other => {
+                other?;
+            }
+        }
     }
     with(tab, |r| r.enabled = true);
+    if let Some(from) = with(tab, |r| {
+        r.gaps.back().filter(|g| g.to.is_none()).map(|g| g.from)
+    }) {
+        let timing = resources_since(tab, from).await;
+        with(tab, |r| {
+            if let Some(g) = r.gaps.back_mut() {
+                g.to = Some(crate::js::now_ms());
+                g.timing = timing;
+            }
+        });
+    }
     Ok(())
+}
+
+/// True while the tab's recording has a gap that is still open (detached for idleness).
+fn after_idle(tab: i32) -> bool {
+    TABS.with(|t| {
+        t.borrow()
+            .get(&tab)
+            .and_then(|r| r.gaps.back())
+            .is_some_and(|g| g.to.is_none())
+    })
+}
+
+/// True when the page evaluates a trivial expression within `ms`.
+pub async fn answers(tab: i32, ms: u32) -> bool {
+    cdp::send_with_timeout(tab, "Runtime.evaluate", json!({"expression": "0"}), ms)
+        .await
+        .is_ok()
+}
+
+/// What the page's resource timing lists since `from` (ms since the epoch): the requests the
+/// page made while no debugger watched, as far as the page itself knows.
+async fn resources_since(tab: i32, from: f64) -> Vec<TimedResource> {
+    let expression = format!(
+        "performance.getEntriesByType('resource').map((e) => ({{url: e.name, initiator: e.initiatorType, \
+         status: e.responseStatus || 0, at: performance.timeOrigin + e.startTime}})).filter((e) => e.at >= {from})"
+    );
+    let out = cdp::send_with_timeout(
+        tab,
+        "Runtime.evaluate",
+        json!({"expression": expression, "returnByValue": true}),
+        BLOCKED_MS,
+    )
+    .await;
+    out.ok()
+        .and_then(|v| v.pointer("/result/value").cloned())
+        .and_then(|v| serde_json::from_value::<Vec<TimedResource>>(v).ok())
+        .unwrap_or_default()
+}
+
+/// The debugger is being detached from an idle tab: what happens from now on is a gap.
+pub fn idle_detached(tab: i32) {
+    with(tab, |r| {
+        if r.enabled {
+            r.gaps.push_back(Gap {
+                from: crate::js::now_ms(),
+                to: None,
+                timing: Vec::new(),
+            });
+            while r.gaps.len() > MAX_GAPS {
+                r.gaps.pop_front();
+            }
+        }
+        r.enabled = false;
+    });
+}
+
+/// True while the tab has a download in progress.
+pub fn downloading(tab: i32) -> bool {
+    let now = crate::js::now_ms();
+    TABS.with(|t| {
+        t.borrow()
+            .get(&tab)
+            .is_some_and(|r| r.downloads.values().any(|at| now - at < DOWNLOAD_QUIET_MS))
+    })
 }
 
 /// The debugger session ended: the next command enables recording again.
@@ -111,11 +251,16 @@ pub fn console(tab: i32, clear: bool) -> Vec<ConsoleEntry> {
     })
 }
 
-pub fn requests(tab: i32, clear: bool) -> Vec<Request> {
+/// The recorded requests and the idle gaps in the recording.
+pub fn requests(tab: i32, clear: bool) -> (Vec<Request>, Vec<Gap>) {
     with(tab, |r| {
-        let out = r.requests.iter().cloned().collect();
+        let out = (
+            r.requests.iter().cloned().collect(),
+            r.gaps.iter().cloned().collect(),
+        );
         if clear {
             r.requests.clear();
+            r.gaps.clear();
         }
         out
     })
@@ -173,10 +318,12 @@ fn push_console(r: &mut Recording, e: ConsoleEntry) {
 
 /// One CDP event of a tab.
 pub fn on_event(tab: i32, method: &str, p: &Value) {
-    with(tab, |r| handle(r, method, p));
+    let now = crate::js::now_ms();
+    with(tab, |r| handle(r, method, p, now));
 }
 
-fn handle(r: &mut Recording, method: &str, p: &Value) {
+/// `now`: the worker's clock, ms since the epoch.
+fn handle(r: &mut Recording, method: &str, p: &Value, now: f64) {
     match method {
         "Runtime.consoleAPICalled" => {
             let level = match p.get("type").and_then(Value::as_str).unwrap_or("log") {
@@ -253,6 +400,10 @@ fn handle(r: &mut Recording, method: &str, p: &Value) {
                 kind: s(p, "/type"),
                 status: None,
                 failure: None,
+                at: p
+                    .get("wallTime")
+                    .and_then(Value::as_f64)
+                    .map_or(now, |s| s * 1000.0),
             };
             // A redirect reuses the id: the request now goes to the new URL.
             if let Some(old) = r.requests.iter_mut().rev().find(|q| q.id == id) {
@@ -296,6 +447,7 @@ fn handle(r: &mut Recording, method: &str, p: &Value) {
                 // Keep only the request that brought the new page.
                 let loader = s(&frame, "/loaderId");
                 r.requests.retain(|q| q.id == loader);
+                r.gaps.clear();
             }
             r.site = site;
         }
@@ -304,10 +456,22 @@ fn handle(r: &mut Recording, method: &str, p: &Value) {
                 kind: s(p, "/type"),
                 message: s(p, "/message"),
                 default_prompt: s(p, "/defaultPrompt"),
+                unknown: false,
             });
         }
         "Page.javascriptDialogClosed" => r.dialog = None,
-        "Page.windowOpen" => r.window_opened_at = crate::js::now_ms(),
+        "Page.windowOpen" => r.window_opened_at = now,
+        "Page.downloadWillBegin" => {
+            r.downloads.insert(s(p, "/guid"), now);
+        }
+        "Page.downloadProgress" => {
+            let guid = s(p, "/guid");
+            if s(p, "/state") == "inProgress" {
+                r.downloads.insert(guid, now);
+            } else {
+                r.downloads.remove(&guid);
+            }
+        }
         _ => {}
     }
 }
@@ -328,14 +492,14 @@ mod tests {
         let mut r = Recording::default();
         let call = json!({"type": "error", "args": [{"type": "string", "value": "boom"}, {"type": "number", "value": 3}], "timestamp": 5.0,
             "stackTrace": {"callFrames": [{"url": "http://x/a.js", "lineNumber": 9}]}});
-        handle(&mut r, "Runtime.consoleAPICalled", &call);
-        handle(&mut r, "Runtime.consoleAPICalled", &call);
+        handle(&mut r, "Runtime.consoleAPICalled", &call, 0.0);
+        handle(&mut r, "Runtime.consoleAPICalled", &call, 0.0);
         assert_eq!(r.console.len(), 1);
         assert_eq!(r.console[0].text, "boom 3");
         assert_eq!(r.console[0].line, Some(10));
         for i in 0..(MAX_CONSOLE + 5) {
             let c = json!({"type": "log", "args": [{"type": "string", "value": "m"}], "timestamp": 10.0 + i as f64});
-            handle(&mut r, "Runtime.consoleAPICalled", &c);
+            handle(&mut r, "Runtime.consoleAPICalled", &c, 0.0);
         }
         assert_eq!(r.console.len(), MAX_CONSOLE);
     }
@@ -347,26 +511,31 @@ mod tests {
             &mut r,
             "Page.frameNavigated",
             &json!({"frame": {"url": "http://a.test/", "loaderId": "L1"}}),
+            0.0,
         );
         handle(
             &mut r,
             "Network.requestWillBeSent",
             &json!({"requestId": "1", "type": "Fetch", "request": {"method": "GET", "url": "http://a.test/ok"}}),
+            0.0,
         );
         handle(
             &mut r,
             "Network.responseReceived",
             &json!({"requestId": "1", "response": {"status": 200}}),
+            0.0,
         );
         handle(
             &mut r,
             "Network.requestWillBeSent",
             &json!({"requestId": "2", "type": "Fetch", "request": {"method": "POST", "url": "http://a.test/no"}}),
+            0.0,
         );
         handle(
             &mut r,
             "Network.loadingFailed",
             &json!({"requestId": "2", "errorText": "net::ERR_FAILED"}),
+            0.0,
         );
         assert_eq!(r.requests[0].status, Some(200));
         assert_eq!(r.requests[1].failure.as_deref(), Some("net::ERR_FAILED"));
@@ -374,19 +543,66 @@ mod tests {
             &mut r,
             "Page.frameNavigated",
             &json!({"frame": {"url": "http://a.test/other", "loaderId": "L2"}}),
+            0.0,
         );
         assert_eq!(r.requests.len(), 2);
         handle(
             &mut r,
             "Network.requestWillBeSent",
             &json!({"requestId": "L3", "type": "Document", "request": {"method": "GET", "url": "http://b.test/"}}),
+            0.0,
         );
         handle(
             &mut r,
             "Page.frameNavigated",
             &json!({"frame": {"url": "http://b.test/", "loaderId": "L3"}}),
+            0.0,
         );
         assert_eq!(r.requests.len(), 1);
         assert_eq!(r.requests[0].url, "http://b.test/");
+    }
+
+    #[test]
+    fn downloads_are_tracked_until_they_end() {
+        let mut r = Recording::default();
+        handle(
+            &mut r,
+            "Page.downloadWillBegin",
+            &json!({"guid": "g1", "url": "http://a.test/f.zip"}),
+            1.0,
+        );
+        handle(
+            &mut r,
+            "Page.downloadProgress",
+            &json!({"guid": "g1", "state": "inProgress"}),
+            2.0,
+        );
+        assert_eq!(r.downloads.get("g1"), Some(&2.0));
+        handle(
+            &mut r,
+            "Page.downloadProgress",
+            &json!({"guid": "g1", "state": "completed"}),
+            3.0,
+        );
+        assert!(r.downloads.is_empty());
+    }
+
+    #[test]
+    fn requests_carry_their_wall_time() {
+        let mut r = Recording::default();
+        handle(
+            &mut r,
+            "Network.requestWillBeSent",
+            &json!({"requestId": "1", "wallTime": 1700000000.5, "request": {"method": "GET", "url": "http://a.test/"}}),
+            9.0,
+        );
+        handle(
+            &mut r,
+            "Network.requestWillBeSent",
+            &json!({"requestId": "2", "request": {"method": "GET", "url": "http://a.test/b"}}),
+            9.0,
+        );
+        assert_eq!(r.requests[0].at, 1_700_000_000_500.0);
+        assert_eq!(r.requests[1].at, 9.0);
     }
 }

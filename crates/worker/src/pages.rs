@@ -1,6 +1,6 @@
 //! Requests from the extension's own pages (Options, popup): read the state, save a config and
-//! connect, connect, disconnect, and the parked pairing offer (show, accept, dismiss). Pages
-//! hold no state; every decision is made here. Content scripts have their own narrow path:
+//! connect, connect, disconnect, save the settings, and the parked pairing offer (show, accept,
+//! dismiss). Pages hold no state; every decision is made here. Content scripts have their own narrow path:
 //! only `pairOffer`.
 
 use crate::js::{from_js, to_js};
@@ -14,12 +14,19 @@ use wasm_bindgen::JsValue;
 #[serde(tag = "type", rename_all = "camelCase")]
 enum Request {
     GetState,
-    SaveConfig { config: Value },
+    SaveConfig {
+        config: Value,
+    },
     Connect,
     Disconnect,
     GetOffer,
     AcceptOffer,
     DismissOffer,
+    /// The debugger's idle period, in whole minutes (0: never detach).
+    SaveSettings {
+        #[serde(rename = "idleMinutes", default)]
+        idle_minutes: Option<f64>,
+    },
 }
 
 /// The parked offer as the popup shows it: never the token.
@@ -41,6 +48,7 @@ struct State {
     version: String,
     product_name: String,
     group_title: String,
+    settings: crate::idle::Settings,
 }
 
 #[derive(Serialize)]
@@ -134,6 +142,7 @@ pub async fn handle(message: JsValue, sender: JsValue) -> JsValue {
                 version: crate::chrome::runtime::version(),
                 product_name: crate::brand::brand().product_name,
                 group_title: crate::brand::brand().group_title,
+                settings: crate::idle::settings().await,
             };
             to_js(&state).unwrap_or(JsValue::NULL)
         }
@@ -185,5 +194,13 @@ pub async fn handle(message: JsValue, sender: JsValue) -> JsValue {
             crate::pairing::dismiss().await;
             reply(Ok(()))
         }
+        Request::SaveSettings { idle_minutes } => reply(
+            crate::idle::save(idle_minutes)
+                .await
+                .map_err(|message| ConfigError {
+                    field: "idleMinutes",
+                    message,
+                }),
+        ),
     }
 }

@@ -15,6 +15,10 @@ extern "C" {
         method: &str,
         params: &JsValue,
     ) -> Result<JsValue, JsValue>;
+    #[wasm_bindgen(catch, js_namespace = ["chrome", "debugger"], js_name = detach)]
+    async fn detach_debugger(target: &JsValue) -> Result<JsValue, JsValue>;
+    #[wasm_bindgen(catch, js_namespace = ["chrome", "debugger"], js_name = getTargets)]
+    async fn get_targets() -> Result<JsValue, JsValue>;
 }
 
 #[derive(Serialize)]
@@ -49,4 +53,30 @@ pub async fn send_command(tab_id: i32, method: &str, params: &Value) -> Result<V
         .as_string()
         .ok_or("the CDP result is not JSON")?;
     serde_json::from_str(&text).map_err(|e| format!("unexpected CDP result: {e}"))
+}
+
+pub async fn detach(tab_id: i32) -> Result<(), String> {
+    detach_debugger(&debuggee(tab_id)?)
+        .await
+        .map(drop)
+        .map_err(|e| error_text(&e))
+}
+
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct TargetInfo {
+    #[serde(default)]
+    tab_id: Option<i32>,
+    attached: bool,
+}
+
+/// Tabs that some debugger (this extension's or another client's) is attached to.
+pub async fn attached_tabs() -> Result<Vec<i32>, String> {
+    let targets: Vec<TargetInfo> =
+        crate::js::from_js(get_targets().await.map_err(|e| error_text(&e))?)?;
+    Ok(targets
+        .into_iter()
+        .filter(|t| t.attached)
+        .filter_map(|t| t.tab_id)
+        .collect())
 }

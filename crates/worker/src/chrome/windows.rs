@@ -61,3 +61,16 @@ pub async fn resize(window_id: i32, width: u32, height: u32) -> Result<(), Strin
         .map(drop)
         .map_err(|e| format!("chrome.windows.update: {}", error_text(&e)))
 }
+
+#[derive(Serialize)]
+struct Focus {
+    focused: bool,
+}
+
+/// Brings a window to the front (and makes it the last focused one).
+pub async fn focus(window_id: i32) -> Result<(), String> {
+    update_window(window_id, &to_js(&Focus { focused: true })?)
+        .await
+        .map(drop)
+        .map_err(|e| format!("chrome.windows.update: {}", error_text(&e)))
+}

@@ -28,6 +28,8 @@ pub async fn dispatch(tool: &str, args: Map<String, Value>) -> Result<ToolResult
     if let Some(tab_id) = args.get("tabId").and_then(Value::as_i64) {
         let tab_id = i32::try_from(tab_id).map_err(|_| format!("Tab {tab_id} does not exist."))?;
         group::check_tab(tab_id).await?;
+        // The tab is in use until the command ends: no idle detach meanwhile.
+        let _busy = crate::idle::busy(tab_id);
         // A group tab found here is recorded from now on (console, network, dialogs).
         if let Err(e) = observers::observe(tab_id).await {
             crate::js::log(&format!("recording tab {tab_id}: {e}"));
@@ -62,6 +64,11 @@ pub async fn dispatch(tool: &str, args: Map<String, Value>) -> Result<ToolResult
 }
 
 fn dialog_note(tab: i32, d: &observers::Dialog) -> String {
+    if d.unknown {
+        return format!(
+            "Tab {tab} does not respond: most likely a JavaScript dialog opened while the debugger was detached from the idle tab (Chrome does not report such a dialog to a debugger that attaches later, so its text is unknown and it can only be dismissed)."
+        );
+    }
     let prompt = if d.kind == "prompt" && !d.default_prompt.is_empty() {
         format!(" (default answer \"{}\")", d.default_prompt)
     } else {

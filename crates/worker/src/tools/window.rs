@@ -1,8 +1,10 @@
-//! handle_dialog (answer a tab's JavaScript dialog) and resize_window (the tab's window; the
-//! viewport follows, no device-metrics override is involved).
+//! handle_dialog (answer a tab's JavaScript dialog, also one that opened while the debugger was
+//! detached) and resize_window (the tab's window; in a windowed browser the viewport follows, no
+//! device-metrics override is involved: see screenshot's one-capture-at-a-time).
 
 use crate::cdp;
-use crate::chrome::{tabs, windows};
+use crate::chrome::tabs::{self, CreateProperties, UpdateProperties};
+use crate::chrome::windows;
 use crate::observers;
 use protocol::ToolResult;
 use serde::Deserialize;
@@ -20,6 +22,9 @@ pub struct DialogArgs {
 pub async fn handle_dialog(args: DialogArgs) -> Result<ToolResult, String> {
     let d = observers::open_dialog(args.tab_id)
         .ok_or_else(|| format!("No JavaScript dialog is open on tab {}.", args.tab_id))?;
+    if d.unknown {
+        return dismiss_unseen(args.tab_id, args.accept).await;
+    }
     let mut params = json!({"accept": args.accept});
     if let Some(t) = &args.prompt_text {
         params["promptText"] = json!(t);
@@ -38,18 +43,64 @@ pub async fn handle_dialog(args: DialogArgs) -> Result<ToolResult, String> {
     )))
 }
 
+/// A dialog that opened while the debugger was detached: no debugger can answer it, but Chrome
+/// dismisses a tab's dialog when the tab is hidden and no debugger is attached. So the debugger
+/// detaches, the tab is brought to the front (its dialog shows), hidden for a moment behind a
+/// blank tab of its window, shown again, and the page must answer once more.
+async fn dismiss_unseen(tab_id: i32, accept: bool) -> Result<ToolResult, String> {
+    // Chrome does not dismiss the dialog of a hidden tab while a debugger is attached to it.
+    crate::idle::detach(tab_id).await;
+    let tab = tabs::get(tab_id).await?;
+    let show = UpdateProperties {
+        url: None,
+        active: Some(true),
+    };
+    // A dialog of a tab that is not in front waits to be shown before it can be dismissed.
+    windows::focus(tab.window_id).await?;
+    if !tab.active {
+        tabs::update(tab_id, &show).await?;
+    }
+    crate::js::sleep_ms(100).await;
+    let blank = tabs::create(&CreateProperties {
+        window_id: Some(tab.window_id),
+        url: Some("about:blank"),
+        active: true,
+    })
+    .await?;
+    crate::js::sleep_ms(100).await;
+    let shown = tabs::update(tab_id, &show).await;
+    if let Some(id) = blank.id {
+        let _ = tabs::remove(id).await;
+    }
+    shown?;
+    if !observers::answers(tab_id, 2_000).await {
+        return Err(format!(
+            "Tab {tab_id} still does not respond after its dialog was dismissed: the page may be busy running a script. Try again, or navigate the tab."
+        ));
+    }
+    observers::dialog_closed(tab_id);
+    let note = if accept {
+        " (it could not be accepted: a dialog that opened while the debugger was detached can only be dismissed)"
+    } else {
+        ""
+    };
+    Ok(ToolResult::text(format!(
+        "Dismissed the JavaScript dialog that opened while the debugger was detached; its text is unknown{note}. The page responds again."
+    )))
+}
+
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ResizeArgs {
     tab_id: i32,
-    width: u32,
-    height: u32,
+    // Numbers, not u32: `800.0` is an integer to the schema check (range checked there).
+    width: f64,
+    height: f64,
 }
 
 pub async fn resize(args: ResizeArgs) -> Result<ToolResult, String> {
     let tab = tabs::get(args.tab_id).await?;
-    windows::resize(tab.window_id, args.width, args.height).await?;
-    // The viewport follows the window once the renderer has resized.
+    let (width, height) = (args.width.round() as u32, args.height.round() as u32);
     let read = || async {
         cdp::send(
             args.tab_id,
@@ -66,20 +117,27 @@ pub async fn resize(args: ResizeArgs) -> Result<ToolResult, String> {
         .unwrap_or_default()
     };
     let before = read().await;
-    let mut size = before.clone();
+    windows::resize(tab.window_id, width, height).await?;
     // Bounded wait for the renderer to take the new size (an unchanged size is possible when
-    // the window already had it).
+    // the window already had it), then for it to settle (a restored maximized window passes
+    // through an intermediate size).
+    let mut size = read().await;
     for _ in 0..40 {
-        crate::js::sleep_ms(50).await;
-        size = read().await;
         if size != before {
-            crate::js::sleep_ms(100).await;
-            size = read().await;
             break;
         }
+        crate::js::sleep_ms(50).await;
+        size = read().await;
+    }
+    for _ in 0..10 {
+        crate::js::sleep_ms(100).await;
+        let again = read().await;
+        if again == size {
+            break;
+        }
+        size = again;
     }
     Ok(ToolResult::text(format!(
-        "Resized the window to {}x{}; the viewport is now {size}",
-        args.width, args.height
+        "Resized the window to {width}x{height}; the viewport is now {size}"
     )))
 }

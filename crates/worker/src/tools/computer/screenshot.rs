@@ -5,7 +5,6 @@
 use crate::cdp;
 use crate::chrome::tabs::{self, UpdateProperties};
 use crate::coords;
-use futures_util::future::join;
 use protocol::ContentBlock;
 use serde_json::{json, Value};
 use std::cell::{Cell, RefCell};
@@ -84,7 +83,17 @@ async fn bring_to_front(tab: i32) -> Result<(), String> {
     Ok(())
 }
 
+thread_local! {
+    /// One capture at a time: Chrome applies a clip's scale as a temporary device-metrics
+    /// override and restores what it found, so overlapping captures restore each other's
+    /// override and leave it behind, freezing the viewport at its size then (a window resized
+    /// later no longer resizes the page).
+    static CAPTURE: std::rc::Rc<futures_util::lock::Mutex<()>> = std::rc::Rc::default();
+}
+
 async fn capture(tab: i32, format: &str, clip: &Value) -> Result<String, String> {
+    let lock = CAPTURE.with(std::rc::Rc::clone);
+    let _one_at_a_time = lock.lock().await;
     let mut params = json!({"format": format, "clip": clip, "captureBeyondViewport": false, "fromSurface": true});
     if format == "jpeg" {
         params["quality"] = json!(JPEG_QUALITY);
@@ -109,8 +118,8 @@ async fn capture_best(
 ) -> Result<Image, String> {
     // CDP's clip scale multiplies device pixels: divide by the ratio to get CSS-based sizes.
     let clip = json!({"x": x, "y": y, "width": w, "height": h, "scale": scale / dpr});
-    let (jpeg, png) = join(capture(tab, "jpeg", &clip), capture(tab, "png", &clip)).await;
-    let jpeg = jpeg?;
+    let jpeg = capture(tab, "jpeg", &clip).await?;
+    let png = capture(tab, "png", &clip).await;
     Ok(match png {
         Ok(png) if png.len() < jpeg.len() => Image {
             data: png,

@@ -1,0 +1,77 @@
+//! Benchmark: what idle detach costs the next command. A group tab idle past the setting (1 s
+//! here) is detached; the first command afterwards attaches again, enables recording (Page,
+//! Network, Log, Runtime; console messages replayed) and reads the page's resource timing for
+//! the gap. Baseline, same run: the same command right after, with the debugger attached.
+//!
+//! Run: `./build.sh build && cargo run --release -p browser-operator-e2e --bin bench_idle`
+
+use browser_operator_e2e::{Backend, Browser, BrowserOptions, FixtureServer, Result};
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+
+const RUNS: usize = 9;
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    browser_operator_e2e::init();
+    let fixtures = FixtureServer::start();
+    let backend = Backend::start().await?;
+    let browser = Browser::launch(BrowserOptions::default()).await?;
+    browser
+        .configure_extension(&backend.ws_url(), backend.token(), None)
+        .await?;
+    backend.wait_browsers(1, Duration::from_secs(20)).await?;
+    browser
+        .wait_status("connected", Duration::from_secs(20))
+        .await?;
+    let worker = browser.worker().await?;
+    worker
+        .eval("chrome.storage.local.set({debuggerIdleSeconds: 1}).then(() => 1)")
+        .await?;
+    let ctx = backend
+        .text("tabs_context_mcp", json!({"createIfEmpty": true}))
+        .await?;
+    let ctx: Value = serde_json::from_str(ctx.lines().next().unwrap_or("")).expect("JSON");
+    let tab = ctx["availableTabs"][0]["tabId"].as_i64().expect("tab");
+    let url = fixtures.url("console.html");
+    backend
+        .text("navigate", json!({"tabId": tab, "url": url}))
+        .await?;
+    let attached = format!(
+        "chrome.debugger.getTargets().then((ts) => ts.some((t) => t.tabId === {tab} && t.attached))"
+    );
+    let command = json!({"tabId": tab, "text": "document.title"});
+    let (mut after_idle, mut attached_runs) = (Vec::new(), Vec::new());
+    for _ in 0..RUNS {
+        let waited = Instant::now();
+        while worker.eval(&attached).await? == json!(true) {
+            if waited.elapsed() > Duration::from_secs(20) {
+                panic!("tab {tab} was not detached within 20 s");
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let t = Instant::now();
+        backend.text("javascript_tool", command.clone()).await?;
+        after_idle.push(t.elapsed());
+        let t = Instant::now();
+        backend.text("javascript_tool", command.clone()).await?;
+        attached_runs.push(t.elapsed());
+    }
+    println!("javascript_tool on {url}, median of {RUNS} runs:");
+    println!(
+        "{:<58} {:>8.1}ms",
+        "baseline (debugger attached)",
+        median(attached_runs).as_secs_f64() * 1e3
+    );
+    println!(
+        "{:<58} {:>8.1}ms",
+        "first command after idle detach (attach, enable, replay)",
+        median(after_idle).as_secs_f64() * 1e3
+    );
+    Ok(())
+}
