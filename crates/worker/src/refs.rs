@@ -311,9 +311,20 @@ pub async fn resolve(tab: i32, r: &str) -> Result<Element, String> {
     }
     let (d, id) = parse_ref(r).ok_or_else(|| unknown(r, tab))?;
     load(tab).await;
-    let doc = TABLES
-        .with(|t| t.borrow().get(&tab).and_then(|t| t.docs.get(&d).cloned()))
-        .ok_or_else(|| unknown(r, tab))?;
+    // Numbers are never reused: one given out before and no longer listed is a document that
+    // has gone (pruned by a later snapshot).
+    let doc = TABLES.with(|t| {
+        let t = t.borrow();
+        let table = t.get(&tab).ok_or_else(|| unknown(r, tab))?;
+        match table.docs.get(&d) {
+            Some(doc) => Ok(doc.clone()),
+            None if d >= 1 && d <= table.next => Err(stale(
+                r,
+                "its page or frame was navigated, reloaded or removed",
+            )),
+            None => Err(unknown(r, tab)),
+        }
+    })?;
     let doc = frames(tab)
         .await?
         .into_iter()
