@@ -253,6 +253,20 @@ async fn a_cross_site_frame_is_read_and_acted_on_like_any_other() -> Result<()> 
         .await?;
     frame_shows(&browser, &part, CLICKS, "closed clicked").await?;
 
+    // find lists the frame's elements with the same refs, at points in the top viewport.
+    let found = backend
+        .text("find", json!({"tabId": tab, "query": "site button"}))
+        .await?;
+    let hit = line_with(&found, "button \"Site button\"");
+    assert_eq!(ref_in(hit), button, "{found}");
+    backend
+        .text(
+            "computer",
+            json!({"tabId": tab, "action": "left_click", "coordinate": clicked_at(hit)}),
+        )
+        .await?;
+    frame_shows(&browser, &part, CLICKS, "clicks: 3").await?;
+
     // read_page from a ref inside the frame.
     let sub = backend
         .text("read_page", json!({"tabId": tab, "ref_id": field}))

@@ -35,8 +35,8 @@ async fn ensure_attached(tab_id: i32) -> Result<(), String> {
         }
         Err(e) => return Err(format!("Attaching the debugger to tab {tab_id} failed: {e}")),
     };
-    auto_attach(tab_id, restarted).await;
     ATTACHED.with(|a| a.borrow_mut().insert(tab_id));
+    auto_attach(tab_id, restarted).await;
     Ok(())
 }
 

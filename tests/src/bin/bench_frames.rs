@@ -1,6 +1,6 @@
 //! Benchmark: read_page on a page with one iframe, the frame of another site (out-of-process:
 //! walked in its own debugger session) beside the same frame of the same site (in the page's
-//! process), and the page with no frame at all, measured in the same run, interleaved.
+//! process), and the page with no frame at all, measured in the same run, in rounds.
 //! Also a click by ref inside each frame (resolving the ref and, for the other site, moving the
 //! point into the top viewport).
 //!
@@ -10,7 +10,9 @@ use browser_operator_e2e::{Backend, Browser, BrowserOptions, FixtureServer, Resu
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
-const RUNS: usize = 15;
+const ROUNDS: usize = 3;
+const PER_ROUND: usize = 5;
+const RUNS: usize = ROUNDS * PER_ROUND;
 
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
@@ -29,17 +31,7 @@ fn encode(s: &str) -> String {
         .collect()
 }
 
-async fn tab(backend: &Backend, create: bool) -> Result<i64> {
-    if create {
-        let out = backend.text("tabs_create_mcp", json!({})).await?;
-        let id = out
-            .split("Tab ID: ")
-            .nth(1)
-            .and_then(|r| r.split_whitespace().next())
-            .and_then(|n| n.parse().ok())
-            .expect("a tab id");
-        return Ok(id);
-    }
+async fn tab(backend: &Backend) -> Result<i64> {
     let out = backend
         .text("tabs_context_mcp", json!({"createIfEmpty": true}))
         .await?;
@@ -76,60 +68,47 @@ async fn main() -> Result<()> {
             format!("{}?src={}", fixtures.url("oopif.html"), encode(&cross)),
         ),
     ];
-    let mut tabs = Vec::new();
-    for (i, (_, url)) in pages.iter().enumerate() {
-        let t = tab(&backend, i > 0).await?;
-        backend
-            .text("navigate", json!({"tabId": t, "url": url}))
-            .await?;
-        tabs.push(t);
-    }
-    // Wait for the frames' documents.
-    for (i, t) in tabs.iter().enumerate().skip(1) {
-        let want = if i == 1 {
-            "Same site heading"
-        } else {
-            "Cross site heading"
-        };
-        for _ in 0..100 {
-            let tree = backend.text("read_page", json!({"tabId": t})).await?;
-            if tree.contains(want) {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
+    let t = tab(&backend).await?;
     let mut read: Vec<Vec<Duration>> = vec![Vec::new(); 3];
     let mut click: Vec<Vec<Duration>> = vec![Vec::new(); 3];
-    for run in 0..=RUNS {
-        for (i, t) in tabs.iter().enumerate() {
-            let s = Instant::now();
-            let tree = backend.text("read_page", json!({"tabId": t})).await?;
-            let d = s.elapsed();
-            let button = tree
-                .lines()
-                .find(|l| l.contains("button \"Site button\""))
-                .and_then(|l| Some(l[l.find("[ref_")? + 1..l.find(']')?].to_string()));
-            let s = Instant::now();
-            if let Some(b) = &button {
-                backend
-                    .text(
-                        "computer",
-                        json!({"tabId": t, "action": "left_click", "ref": b}),
-                    )
-                    .await?;
+    // Rounds over the three pages in one (active) tab: each page loaded, waited for, read once
+    // to warm up, then measured PER_ROUND times.
+    for _ in 0..ROUNDS {
+        for (i, (_, url)) in pages.iter().enumerate() {
+            backend
+                .text("navigate", json!({"tabId": t, "url": url}))
+                .await?;
+            let want = ["Top page", "Same site heading", "Cross site heading"][i];
+            for _ in 0..100 {
+                let tree = backend.text("read_page", json!({"tabId": t})).await?;
+                if tree.contains(want) {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
             }
-            let dc = s.elapsed();
-            if run > 0 {
-                read[i].push(d);
-                if button.is_some() {
-                    click[i].push(dc);
+            for _ in 0..PER_ROUND {
+                let s = Instant::now();
+                let tree = backend.text("read_page", json!({"tabId": t})).await?;
+                read[i].push(s.elapsed());
+                let button = tree
+                    .lines()
+                    .find(|l| l.contains("button \"Site button\""))
+                    .and_then(|l| Some(l[l.find("[ref_")? + 1..l.find(']')?].to_string()));
+                if let Some(b) = &button {
+                    let s = Instant::now();
+                    backend
+                        .text(
+                            "computer",
+                            json!({"tabId": t, "action": "left_click", "ref": b}),
+                        )
+                        .await?;
+                    click[i].push(s.elapsed());
                 }
             }
         }
     }
     println!(
-        "oopif.html, median of {RUNS} runs each, interleaved (backend round trip; load average {}):",
+        "oopif.html, median of {RUNS} runs each, in rounds of {PER_ROUND} (backend round trip; load average {}):",
         std::fs::read_to_string("/proc/loadavg")
             .unwrap_or_default()
             .split_whitespace()

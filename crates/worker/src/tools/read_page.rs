@@ -53,6 +53,7 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
         depth,
         interactive,
         frames: &frames,
+        waited: std::cell::Cell::new(false),
     };
     let mut unreadable = Vec::new();
     let top = match &args.ref_id {
@@ -114,6 +115,8 @@ struct Walk<'a> {
     depth: u32,
     interactive: bool,
     frames: &'a [Doc],
+    /// Whether this snapshot already waited for an out-of-process iframe's session.
+    waited: std::cell::Cell<bool>,
 }
 
 impl Walk<'_> {
@@ -214,7 +217,7 @@ impl Walk<'_> {
         };
         let doc = match self.frames.iter().find(|d| d.frame == frame_id) {
             Some(doc) => doc.clone(),
-            None => match out_of_process(self.tab, frame_id).await {
+            None => match out_of_process(self.tab, frame_id, !self.waited.replace(true)).await {
                 Some(doc) => doc,
                 None => {
                     let src = attribute(&node, "src").unwrap_or(frame_id);
@@ -238,9 +241,11 @@ impl Walk<'_> {
 }
 
 /// The document of an out-of-process iframe that attached after the snapshot began (its
-/// `Target.attachedToTarget` may trail the page's load): waits up to a second for its session.
-async fn out_of_process(tab: i32, frame: &str) -> Option<Doc> {
-    for _ in 0..10 {
+/// `Target.attachedToTarget` may trail the page's load): waits up to a second for its session
+/// (once per snapshot: `wait`).
+async fn out_of_process(tab: i32, frame: &str, wait: bool) -> Option<Doc> {
+    let tries = if wait { 10 } else { 1 };
+    for i in 1..=tries {
         if let Some(target) = cdp::session_of_frame(tab, frame) {
             let tree = cdp::send_to(&target, "Page.getFrameTree", json!({}))
                 .await
@@ -252,7 +257,9 @@ async fn out_of_process(tab: i32, frame: &str) -> Option<Doc> {
                 session: target.session,
             });
         }
-        crate::js::sleep_ms(100).await;
+        if i < tries {
+            crate::js::sleep_ms(100).await;
+        }
     }
     None
 }
