@@ -267,6 +267,27 @@ async fn a_cross_site_frame_is_read_and_acted_on_like_any_other() -> Result<()> 
         .await?;
     frame_shows(&browser, &part, CLICKS, "clicks: 3").await?;
 
+    // upload_image by ref: a screenshot as a File in the frame's file input.
+    let shot = backend
+        .text("computer", json!({"tabId": tab, "action": "screenshot"}))
+        .await?;
+    let image = shot.rsplit("ID: ").next().expect("an image id").trim();
+    let file = ref_of(&tree, "\"Site file\"");
+    let out = backend
+        .text(
+            "upload_image",
+            json!({"tabId": tab, "imageId": image, "ref": file, "filename": "shot.png"}),
+        )
+        .await?;
+    assert!(out.contains("via file input"), "{out}");
+    frame_shows(
+        &browser,
+        &part,
+        "document.getElementById('file').files[0]?.name || ''",
+        "shot.png",
+    )
+    .await?;
+
     // read_page from a ref inside the frame.
     let sub = backend
         .text("read_page", json!({"tabId": tab, "ref_id": field}))

@@ -135,8 +135,8 @@ impl From<&Target> for Target {
     }
 }
 
-/// The start of the error of a command sent to a child session that no longer exists (its frame
-/// navigated to another process or was removed).
+/// In the error of a command sent to a child session that no longer exists (its frame navigated
+/// to another process or was removed).
 pub const FRAME_GONE: &str = "the frame's debugger session is gone";
 
 /// A child session: an out-of-process iframe of the tab.
