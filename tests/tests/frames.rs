@@ -403,6 +403,44 @@ async fn frames_nested_across_sites_are_read_and_acted_on() -> Result<()> {
         )
         .await?;
     frame_shows(&browser, &middle_part, CLICKS, "clicks: 1").await?;
+
+    // The frame moves to the top page's site (back into its process, its session ends): the
+    // refs of both documents it held are stale, the new one is read like a same-site frame.
+    let local = fixtures.url("site-frame.html?name=Local");
+    backend
+        .text(
+            "javascript_tool",
+            json!({"tabId": tab, "text": format!("document.getElementById('site').src = {local:?}; 'ok'")}),
+        )
+        .await?;
+    let after = wait_tree(&backend, tab, "Local site heading").await?;
+    assert!(
+        !after.contains("(not read") && !after.contains("Inner"),
+        "{after}"
+    );
+    for r in [&buttons[0], &buttons[1]] {
+        let e = backend
+            .error(
+                "computer",
+                json!({"tabId": tab, "action": "left_click", "ref": r}),
+            )
+            .await?;
+        assert!(e.starts_with(&format!("Stale ref {r}")), "{e}");
+    }
+    let local_button = ref_of(&after, "button \"Site button\"");
+    backend
+        .text(
+            "computer",
+            json!({"tabId": tab, "action": "left_click", "ref": local_button}),
+        )
+        .await?;
+    let clicks = backend
+        .text(
+            "javascript_tool",
+            json!({"tabId": tab, "text": "document.getElementById('site').contentDocument.getElementById('clicks').textContent"}),
+        )
+        .await?;
+    assert_eq!(clicks, "clicks: 1");
     Ok(())
 }
 
