@@ -397,13 +397,26 @@ pub async fn point(tab: i32, r: &str) -> Result<(f64, f64), String> {
             return Err(stale(r, "it was removed from the page"));
         }
     }
-    let (x, y, _, _) = box_of(&target, backend)
-        .await
-        .map_err(|e| match e {
-            BoxError::Gone => stale(r, "it was removed from the page"),
-            BoxError::Hidden => format!("The element {r} is not visible (it has no box on the page), so it can't be clicked or scrolled to."),
-        })?;
-    Ok((x, y))
+    let why = |e| {
+        match e {
+        BoxError::Gone => stale(r, "it was removed from the page"),
+        BoxError::Hidden => format!("The element {r} is not visible (it has no box on the page), so it can't be clicked or scrolled to."),
+    }
+    };
+    let mut at = box_of(&target, backend).await.map_err(why)?;
+    if target.session.is_some() {
+        // Scrolling inside a frame of another process moves its ancestors asynchronously (the
+        // request crosses processes): measure until two readings a frame apart agree.
+        for _ in 0..10 {
+            crate::js::sleep_ms(40).await;
+            let again = box_of(&target, backend).await.map_err(why)?;
+            if again == at {
+                break;
+            }
+            at = again;
+        }
+    }
+    Ok((at.0, at.1))
 }
 
 pub enum BoxError {
