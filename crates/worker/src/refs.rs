@@ -527,6 +527,14 @@ mod tests {
         assert_eq!(table.docs.len(), 1);
         let back: Table = serde_json::from_str(&serde_json::to_string(&table).unwrap()).unwrap();
         assert_eq!(back.docs.get(&b), Some(&d("F", "L2")));
+        // Where a document lives now (its debugger session) is not part of its identity, and is
+        // not stored.
+        let in_child = Doc {
+            session: Some("S".into()),
+            ..d("F", "L2")
+        };
+        assert_eq!(table.assign(&in_child), b);
+        assert!(!serde_json::to_string(&table).unwrap().contains("\"S\""));
     }
 
     #[test]
