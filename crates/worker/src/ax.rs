@@ -1,5 +1,6 @@
 //! The accessibility snapshot of a tab: Chrome's own tree (`Accessibility.getFullAXTree`) for
-//! every frame the tab's debugger session reaches, each iframe's document hung under its
+//! every frame of the tab (out-of-process iframes through their child sessions), each iframe's
+//! document hung under its
 //! `<iframe>` element, with roles, names, values and states. Shadow roots (open and closed) are
 //! part of Chrome's tree already. find searches it; refs name its nodes (read_page walks the page
 //! itself: tools/read_page.js).
@@ -70,12 +71,23 @@ impl Snapshot {
     }
 
     async fn add_frame(&mut self, index: usize, frame_id: &str) -> Result<(), String> {
-        let owner = cdp::send(self.tab, "DOM.getFrameOwner", json!({"frameId": frame_id})).await?;
+        // The `<iframe>` element is in the frame's own session, or, for the top frame of an
+        // out-of-process iframe, in the session that embeds it.
+        let target = self.frames[index].target(self.tab);
+        let parent = match cdp::embedder(&target) {
+            Some((parent, root)) if root == frame_id => parent,
+            _ => target.clone(),
+        };
+        let owner =
+            cdp::send_to(&parent, "DOM.getFrameOwner", json!({"frameId": frame_id})).await?;
         let owner = owner
             .get("backendNodeId")
             .and_then(Value::as_i64)
             .ok_or("no owner element")?;
-        let Some(host) = self.nodes.iter().position(|n| n.backend == Some(owner)) else {
+        // Backend ids are per process: the owner is a node of a frame in `parent`'s session.
+        let Some(host) = self.nodes.iter().position(|n| {
+            n.backend == Some(owner) && self.frames[n.frame].session == parent.session
+        }) else {
             // The iframe element is not in the tree (hidden): nothing to hang its document on.
             return Ok(());
         };
@@ -86,8 +98,8 @@ impl Snapshot {
         if already {
             return Ok(());
         }
-        let tree = cdp::send_with_timeout(
-            self.tab,
+        let tree = cdp::send_to_with_timeout(
+            &target,
             "Accessibility.getFullAXTree",
             json!({"frameId": frame_id}),
             20_000,

@@ -1,19 +1,23 @@
-//! Debugger sessions on group tabs: attach on first use, every CDP call bounded in time
-//! (`idle` detaches tabs nobody uses).
+//! Debugger sessions on group tabs: attach on first use, every CDP call bounded in time. A tab's
+//! out-of-process iframes (frames of another site, in another renderer) are child sessions of
+//! the tab's session: auto-attached (`Target.setAutoAttach`, flattened) whenever the debugger
+//! attaches, kept here from `Target.attachedToTarget`/`detachedFromTarget` events, and reached
+//! through `send_to` with a `Target` naming the session. `idle` detaches tabs nobody uses.
 
 use crate::chrome::debugger;
 use crate::js::{sleep_ms, with_timeout};
 use crate::observers;
 use futures_util::future::{select, Either};
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::cell::RefCell;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 /// Bound for one CDP call unless the caller gives its own.
 pub const DEFAULT_TIMEOUT_MS: u32 = 10_000;
 
 thread_local! {
     static ATTACHED: RefCell<HashSet<i32>> = RefCell::new(HashSet::new());
+    static CHILDREN: RefCell<HashMap<i32, Vec<Child>>> = RefCell::new(HashMap::new());
 }
 
 async fn ensure_attached(tab_id: i32) -> Result<(), String> {
@@ -22,19 +26,20 @@ async fn ensure_attached(tab_id: i32) -> Result<(), String> {
     if ATTACHED.with(|a| a.borrow().contains(&tab_id)) {
         return Ok(());
     }
-    match with_timeout(DEFAULT_TIMEOUT_MS, "attaching the debugger", debugger::attach(tab_id)).await? {
-        Ok(()) => {}
+    let restarted = match with_timeout(DEFAULT_TIMEOUT_MS, "attaching the debugger", debugger::attach(tab_id)).await? {
+        Ok(()) => false,
         // Still attached from before a worker restart: the session is ours.
-        Err(e) if e.contains("already attached") => {}
+        Err(e) if e.contains("already attached") => true,
         Err(e) if e.contains("Cannot access") || e.contains("Cannot attach") => {
             return Err(format!(
                 "The debugger can't attach to tab {tab_id} ({e}). Pages such as chrome://, the Chrome Web Store and other extensions can't be automated: navigate the tab to a web page first."
             ))
         }
         Err(e) => return Err(format!("Attaching the debugger to tab {tab_id} failed: {e}")),
-    }
+    };
     ATTACHED.with(|a| a.borrow_mut().insert(tab_id));
     crate::idle::attached(tab_id);
+    auto_attach(tab_id, restarted).await;
     Ok(())
 }
 
@@ -45,6 +50,7 @@ pub fn is_attached(tab_id: i32) -> bool {
 /// Chrome detached us (tab closed, user cancelled the infobar, navigation to chrome://).
 pub fn on_detach(tab_id: i32) {
     ATTACHED.with(|a| a.borrow_mut().remove(&tab_id));
+    CHILDREN.with(|c| c.borrow_mut().remove(&tab_id));
 }
 
 pub async fn send(tab_id: i32, method: &str, params: Value) -> Result<Value, String> {
@@ -59,7 +65,12 @@ pub async fn send_with_timeout(
 ) -> Result<Value, String> {
     crate::idle::touch(tab_id);
     ensure_attached(tab_id).await?;
-    let result = with_timeout(timeout_ms, method, unless_dialog(tab_id, method, &params)).await?;
+    let result = with_timeout(
+        timeout_ms,
+        method,
+        unless_dialog(tab_id, None, method, &params),
+    )
+    .await?;
     match result {
         Err(e) if e.contains("not attached") || e.contains("Detached") => {
             // Chrome dropped the session behind our back: attach again once and retry.
@@ -80,8 +91,13 @@ pub async fn send_with_timeout(
 /// A call that a JavaScript dialog would block (a click that opens an alert waits until the alert
 /// is answered) ends when the dialog opens: input counts as delivered, anything else fails with
 /// a message that says how to go on.
-async fn unless_dialog(tab_id: i32, method: &str, params: &Value) -> Result<Value, String> {
-    let call = std::pin::pin!(debugger::send_command(tab_id, method, params));
+async fn unless_dialog(
+    tab_id: i32,
+    session: Option<&str>,
+    method: &str,
+    params: &Value,
+) -> Result<Value, String> {
+    let call = std::pin::pin!(debugger::send_command_in(tab_id, session, method, params));
     if observers::open_dialog(tab_id).is_some() {
         return call.await;
     }
@@ -101,4 +117,212 @@ async fn unless_dialog(tab_id: i32, method: &str, params: &Value) -> Result<Valu
             d.kind, d.message
         )),
     }
+}
+
+/// Where a CDP command goes: a tab's own session, or one of its child sessions (an
+/// out-of-process iframe). A tab id alone is its own session.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Target {
+    pub tab: i32,
+    pub session: Option<String>,
+}
+
+impl From<i32> for Target {
+    fn from(tab: i32) -> Target {
+        Target { tab, session: None }
+    }
+}
+
+impl From<&Target> for Target {
+    fn from(t: &Target) -> Target {
+        t.clone()
+    }
+}
+
+/// In the error of a command sent to a child session that no longer exists (its frame navigated
+/// to another process or was removed).
+pub const FRAME_GONE: &str = "the frame's debugger session is gone";
+
+/// A child session: an out-of-process iframe of the tab.
+struct Child {
+    session: String,
+    /// The iframe's frame id (its target id).
+    frame: String,
+    /// The session that embeds it (`None`: the tab's own).
+    parent: Option<String>,
+}
+
+/// `send` to a tab's session or one of its child sessions.
+pub async fn send_to(target: &Target, method: &str, params: Value) -> Result<Value, String> {
+    send_to_with_timeout(target, method, params, DEFAULT_TIMEOUT_MS).await
+}
+
+pub async fn send_to_with_timeout(
+    target: &Target,
+    method: &str,
+    params: Value,
+    timeout_ms: u32,
+) -> Result<Value, String> {
+    let Some(session) = target.session.as_deref() else {
+        return send_with_timeout(target.tab, method, params, timeout_ms).await;
+    };
+    crate::idle::touch(target.tab);
+    ensure_attached(target.tab).await?;
+    let out = with_timeout(
+        timeout_ms,
+        method,
+        unless_dialog(target.tab, Some(session), method, &params),
+    )
+    .await?;
+    out.map_err(|e| {
+        if e.contains("Session with given id not found") || e.contains("not attached") {
+            forget_child(target.tab, session);
+            format!("{method}: {FRAME_GONE}")
+        } else {
+            format!("{method}: {e}")
+        }
+    })
+}
+
+/// Asks Chrome to attach the tab's out-of-process iframes as child sessions (and to report them
+/// with `Target.attachedToTarget`). After a worker restart the children attached before are not
+/// reported again, so auto-attach is switched off (which detaches them) and on again.
+async fn auto_attach(tab: i32, restarted: bool) {
+    let known = CHILDREN.with(|c| c.borrow().get(&tab).is_some_and(|v| !v.is_empty()));
+    if restarted && !known {
+        let off = json!({"autoAttach": false, "waitForDebuggerOnStart": false, "flatten": true});
+        let _ = with_timeout(
+            DEFAULT_TIMEOUT_MS,
+            "Target.setAutoAttach",
+            debugger::send_command(tab, "Target.setAutoAttach", &off),
+        )
+        .await;
+    }
+    let on = auto_attach_params();
+    let out = with_timeout(
+        DEFAULT_TIMEOUT_MS,
+        "Target.setAutoAttach",
+        debugger::send_command(tab, "Target.setAutoAttach", &on),
+    )
+    .await;
+    if let Err(e) | Ok(Err(e)) = out {
+        crate::js::log(&format!(
+            "tab {tab}: out-of-process iframes will not be read ({e})"
+        ));
+    }
+}
+
+fn auto_attach_params() -> Value {
+    json!({
+        "autoAttach": true,
+        "waitForDebuggerOnStart": false,
+        "flatten": true,
+        "filter": [{"type": "iframe"}],
+    })
+}
+
+/// `Target.attachedToTarget` / `Target.detachedFromTarget` from the tab's session or, for nested
+/// iframes, from a child session (`from`).
+pub fn on_target_event(tab: i32, from: Option<&str>, method: &str, p: &Value) {
+    let text = |ptr: &str| p.pointer(ptr).and_then(Value::as_str).map(str::to_string);
+    match method {
+        "Target.attachedToTarget" => {
+            if text("/targetInfo/type").as_deref() != Some("iframe") {
+                return;
+            }
+            let (Some(session), Some(frame)) = (text("/sessionId"), text("/targetInfo/targetId"))
+            else {
+                return;
+            };
+            CHILDREN.with(|c| {
+                let mut c = c.borrow_mut();
+                let list = c.entry(tab).or_default();
+                list.retain(|k| k.frame != frame && k.session != session);
+                list.push(Child {
+                    session: session.clone(),
+                    frame,
+                    parent: from.map(str::to_string),
+                });
+            });
+            // Its own out-of-process iframes (nested sites) are its children.
+            let child = Target {
+                tab,
+                session: Some(session),
+            };
+            wasm_bindgen_futures::spawn_local(async move {
+                let _ = send_to(&child, "Target.setAutoAttach", auto_attach_params()).await;
+            });
+        }
+        "Target.detachedFromTarget" => {
+            if let Some(session) = text("/sessionId") {
+                forget_child(tab, &session);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Drops a child session and the sessions nested in it.
+fn forget_child(tab: i32, session: &str) {
+    CHILDREN.with(|c| {
+        let mut c = c.borrow_mut();
+        let Some(list) = c.get_mut(&tab) else { return };
+        let mut gone = vec![session.to_string()];
+        while let Some(s) = gone.pop() {
+            list.retain(|k| {
+                if k.session == s {
+                    return false;
+                }
+                if k.parent.as_deref() == Some(s.as_str()) {
+                    gone.push(k.session.clone());
+                }
+                true
+            });
+        }
+    });
+}
+
+/// The tab's child sessions, in the order they were attached (parents before their children).
+pub fn child_sessions(tab: i32) -> Vec<Target> {
+    CHILDREN.with(|c| {
+        c.borrow()
+            .get(&tab)
+            .map(|list| {
+                list.iter()
+                    .map(|k| Target {
+                        tab,
+                        session: Some(k.session.clone()),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    })
+}
+
+/// For a child session: the session that embeds it and the id of its frame there.
+pub fn embedder(target: &Target) -> Option<(Target, String)> {
+    let session = target.session.as_deref()?;
+    CHILDREN.with(|c| {
+        let c = c.borrow();
+        let k = c.get(&target.tab)?.iter().find(|k| k.session == session)?;
+        Some((
+            Target {
+                tab: target.tab,
+                session: k.parent.clone(),
+            },
+            k.frame.clone(),
+        ))
+    })
+}
+
+/// The child session of an out-of-process iframe, by its frame id.
+pub fn session_of_frame(tab: i32, frame: &str) -> Option<Target> {
+    CHILDREN.with(|c| {
+        let c = c.borrow();
+        let k = c.get(&tab)?.iter().find(|k| k.frame == frame)?;
+        Some(Target {
+            tab,
+            session: Some(k.session.clone()),
+        })
+    })
 }

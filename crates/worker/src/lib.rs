@@ -64,8 +64,11 @@ pub fn on_debugger_event(source: JsValue, method: String, params: JsValue) {
         .ok()
         .and_then(|v| v.as_f64());
     let Some(tab) = tab else { return };
+    let session = js_sys::Reflect::get(&source, &JsValue::from_str("sessionId"))
+        .ok()
+        .and_then(|v| v.as_string());
     let params: serde_json::Value = js::from_js(params).unwrap_or(serde_json::Value::Null);
-    observers::on_event(tab as i32, &method, &params);
+    observers::on_event(tab as i32, session.as_deref(), &method, &params);
 }
 
 /// `chrome.tabs.onCreated`: a tab opened by a group tab (window.open, target=_blank) joins the

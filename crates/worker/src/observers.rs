@@ -316,10 +316,16 @@ fn push_console(r: &mut Recording, e: ConsoleEntry) {
     }
 }
 
-/// One CDP event of a tab.
-pub fn on_event(tab: i32, method: &str, p: &Value) {
-    let now = crate::js::now_ms();
-    with(tab, |r| handle(r, method, p, now));
+/// One CDP event of a tab, from its own session or (`session`) from a child session of an
+/// out-of-process iframe. Child sessions come and go with `Target.*` events (kept by `cdp`);
+/// nothing else of theirs is recorded yet.
+pub fn on_event(tab: i32, session: Option<&str>, method: &str, p: &Value) {
+    if method.starts_with("Target.") {
+        cdp::on_target_event(tab, session, method, p);
+    } else if session.is_none() {
+        let now = crate::js::now_ms();
+        with(tab, |r| handle(r, method, p, now));
+    }
 }
 
 /// `now`: the worker's clock, ms since the epoch.

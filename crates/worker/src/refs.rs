@@ -7,8 +7,12 @@
 //! documents is kept in chrome.storage.session so it survives a worker restart. Resolving a ref
 //! gives a node (a RemoteObject id in the isolated world), its backend node id, or a point in the
 //! viewport.
+//!
+//! Out-of-process iframes (another site) are documents like the others: they live in a child
+//! debugger session (`cdp::Target`), which each live `Doc` names; their points are moved into the
+//! top viewport by the iframe elements' content boxes, parent by parent.
 
-use crate::cdp;
+use crate::cdp::{self, Target};
 use crate::chrome::storage::{self, Area};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -34,10 +38,30 @@ const fn fnv1a(bytes: &[u8]) -> u32 {
     hash
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+/// A document: a frame and the load that put it there. The debugger session it lives in (`None`:
+/// the tab's own) is where it is now, not part of its identity.
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Doc {
     pub frame: String,
     pub loader: String,
+    #[serde(skip)]
+    pub session: Option<String>,
+}
+
+impl PartialEq for Doc {
+    fn eq(&self, other: &Doc) -> bool {
+        self.frame == other.frame && self.loader == other.loader
+    }
+}
+
+impl Doc {
+    /// The debugger session to send this document's commands to.
+    pub fn target(&self, tab: i32) -> Target {
+        Target {
+            tab,
+            session: self.session.clone(),
+        }
+    }
 }
 
 #[derive(Default, Serialize, Deserialize)]
@@ -136,9 +160,32 @@ pub fn forget(tab: i32) {
     TABLES.with(|t| t.borrow_mut().remove(&tab));
 }
 
-/// Frames of the tab as (frame id, loader id), parents before children.
+/// The documents of the tab: the frames of its own session, parents before children, then those
+/// of each out-of-process iframe's session. The first is the top document.
 pub async fn frames(tab: i32) -> Result<Vec<Doc>, String> {
     let tree = cdp::send(tab, "Page.getFrameTree", json!({})).await?;
+    let mut out = frame_tree(&tree, None);
+    if out.is_empty() {
+        return Err("Page.getFrameTree returned no frame".into());
+    }
+    let children = cdp::child_sessions(tab);
+    let trees = futures_util::future::join_all(
+        children
+            .iter()
+            .map(|t| cdp::send_to(t, "Page.getFrameTree", json!({}))),
+    )
+    .await;
+    for (child, tree) in children.iter().zip(trees) {
+        // A session that went away meanwhile: its frame is gone.
+        if let Ok(tree) = tree {
+            out.extend(frame_tree(&tree, child.session.as_deref()));
+        }
+    }
+    Ok(out)
+}
+
+/// The frames of one session's `Page.getFrameTree`, parents before children.
+fn frame_tree(tree: &Value, session: Option<&str>) -> Vec<Doc> {
     let mut out = Vec::new();
     let mut queue: std::collections::VecDeque<&Value> = tree.get("frameTree").into_iter().collect();
     while let Some(node) = queue.pop_front() {
@@ -150,6 +197,7 @@ pub async fn frames(tab: i32) -> Result<Vec<Doc>, String> {
                 out.push(Doc {
                     frame: id.to_string(),
                     loader: loader.to_string(),
+                    session: session.map(str::to_string),
                 });
             }
         }
@@ -157,25 +205,14 @@ pub async fn frames(tab: i32) -> Result<Vec<Doc>, String> {
             queue.extend(children.iter());
         }
     }
-    if out.is_empty() {
-        return Err("Page.getFrameTree returned no frame".into());
-    }
-    Ok(out)
+    out
 }
 
-/// Frame id → loader id of every frame of the tab (the documents now loaded).
-pub async fn live_frames(tab: i32) -> Result<HashMap<String, String>, String> {
-    Ok(frames(tab)
-        .await?
-        .into_iter()
-        .map(|d| (d.frame, d.loader))
-        .collect())
-}
-
-/// The execution context of the worker's isolated world in a frame (created on first use).
-pub async fn world(tab: i32, frame: &str) -> Result<i64, String> {
-    let out = cdp::send(
-        tab,
+/// The execution context of the worker's isolated world in a frame (created on first use), in
+/// the session of `target` (a tab id for the tab's own session).
+pub async fn world(target: impl Into<Target>, frame: &str) -> Result<i64, String> {
+    let out = cdp::send_to(
+        &target.into(),
         "Page.createIsolatedWorld",
         json!({"frameId": frame, "worldName": WORLD}),
     )
@@ -187,7 +224,7 @@ pub async fn world(tab: i32, frame: &str) -> Result<i64, String> {
 
 /// Calls read_page.js in a world: `op` with `arg`, on `this` = `object` if given.
 pub async fn call_world(
-    tab: i32,
+    target: impl Into<Target>,
     context: i64,
     object: Option<&str>,
     op: &str,
@@ -204,7 +241,8 @@ pub async fn call_world(
         Some(o) => params["objectId"] = json!(o),
         None => params["executionContextId"] = json!(context),
     }
-    let out = cdp::send_with_timeout(tab, "Runtime.callFunctionOn", params, 20_000).await?;
+    let out =
+        cdp::send_to_with_timeout(&target.into(), "Runtime.callFunctionOn", params, 20_000).await?;
     if let Some(e) = out.get("exceptionDetails") {
         let text = e
             .pointer("/exception/description")
@@ -218,9 +256,10 @@ pub async fn call_world(
 
 /// The ref of a node known by its backend id in a frame's document.
 pub async fn ref_of_backend(tab: i32, doc: &Doc, backend: i64) -> Result<String, String> {
-    let context = world(tab, &doc.frame).await?;
-    let out = cdp::send(
-        tab,
+    let target = doc.target(tab);
+    let context = world(&target, &doc.frame).await?;
+    let out = cdp::send_to(
+        &target,
         "DOM.resolveNode",
         json!({"backendNodeId": backend, "executionContextId": context, "objectGroup": "browser-operator-refs"}),
     )
@@ -229,7 +268,7 @@ pub async fn ref_of_backend(tab: i32, doc: &Doc, backend: i64) -> Result<String,
         .pointer("/object/objectId")
         .and_then(Value::as_str)
         .ok_or("the node has no object")?;
-    let id = call_world(tab, context, Some(object), "id", Value::Null, true).await?;
+    let id = call_world(&target, context, Some(object), "id", Value::Null, true).await?;
     let id = id
         .get("value")
         .and_then(Value::as_u64)
@@ -245,11 +284,14 @@ fn parse_ref(r: &str) -> Option<(u32, u32)> {
 
 /// An element a ref names, checked to be still in the page.
 pub struct Element {
+    /// Its document, as now loaded (with its session).
     pub doc: Doc,
     pub id: u32,
     pub context: i64,
-    /// RemoteObject id in the isolated world.
+    /// RemoteObject id in the isolated world, valid in `target`'s session.
     pub object: String,
+    /// The debugger session of its document: send commands about `object` there.
+    pub target: Target,
 }
 
 fn unknown(r: &str, tab: i32) -> String {
@@ -269,15 +311,37 @@ pub async fn resolve(tab: i32, r: &str) -> Result<Element, String> {
     }
     let (d, id) = parse_ref(r).ok_or_else(|| unknown(r, tab))?;
     load(tab).await;
-    let doc = TABLES
-        .with(|t| t.borrow().get(&tab).and_then(|t| t.docs.get(&d).cloned()))
-        .ok_or_else(|| unknown(r, tab))?;
-    let live = live_frames(tab).await?;
-    if live.get(&doc.frame) != Some(&doc.loader) {
-        return Err(stale(r, "its page was navigated or reloaded"));
-    }
-    let context = world(tab, &doc.frame).await?;
-    let out = call_world(tab, context, None, "get", json!(id), false).await?;
+    // Numbers are never reused: one given out before and no longer listed is a document that
+    // has gone (pruned by a later snapshot).
+    let doc = TABLES.with(|t| {
+        let t = t.borrow();
+        let table = t.get(&tab).ok_or_else(|| unknown(r, tab))?;
+        match table.docs.get(&d) {
+            Some(doc) => Ok(doc.clone()),
+            None if d >= 1 && d <= table.next => Err(stale(
+                r,
+                "its page or frame was navigated, reloaded or removed",
+            )),
+            None => Err(unknown(r, tab)),
+        }
+    })?;
+    let doc = frames(tab)
+        .await?
+        .into_iter()
+        .find(|live| *live == doc)
+        .ok_or_else(|| stale(r, "its page was navigated or reloaded"))?;
+    let target = doc.target(tab);
+    let gone = |e: String| {
+        if e.contains(cdp::FRAME_GONE) {
+            stale(r, "its frame was navigated or removed")
+        } else {
+            e
+        }
+    };
+    let context = world(&target, &doc.frame).await.map_err(gone)?;
+    let out = call_world(&target, context, None, "get", json!(id), false)
+        .await
+        .map_err(gone)?;
     match (
         out.get("objectId").and_then(Value::as_str),
         out.get("value"),
@@ -287,6 +351,7 @@ pub async fn resolve(tab: i32, r: &str) -> Result<Element, String> {
             id,
             context,
             object: object.to_string(),
+            target,
         }),
         (None, Some(Value::String(s))) if s == "stale" => {
             Err(stale(r, "it was removed from the page"))
@@ -299,37 +364,59 @@ fn stale(r: &str, why: &str) -> String {
     format!("Stale ref {r}: the element no longer exists ({why}). Call read_page or find again for fresh refs.")
 }
 
-/// A RemoteObject id for the ref's element, for `Runtime.callFunctionOn`.
-pub async fn object_id(tab: i32, r: &str) -> Result<String, String> {
-    Ok(resolve(tab, r).await?.object)
-}
-
 /// The backend node id of a resolved element.
-async fn backend_of(tab: i32, object: &str) -> Result<i64, String> {
-    let out = cdp::send(tab, "DOM.describeNode", json!({"objectId": object})).await?;
+async fn backend_of(target: &Target, object: &str) -> Result<i64, String> {
+    let out = cdp::send_to(target, "DOM.describeNode", json!({"objectId": object})).await?;
     out.pointer("/node/backendNodeId")
         .and_then(Value::as_i64)
         .ok_or_else(|| "DOM.describeNode returned no node".to_string())
 }
 
-/// The centre of the element's first box, in CSS pixels of the viewport, after scrolling it into
-/// view.
+/// The centre of the element's first box, in CSS pixels of the (top) viewport, after scrolling
+/// it into view.
 pub async fn point(tab: i32, r: &str) -> Result<(f64, f64), String> {
     let element = resolve(tab, r).await?;
-    let backend = backend_of(tab, &element.object).await?;
+    let target = element.target;
+    let backend = backend_of(&target, &element.object).await?;
+    // An out-of-process iframe's element: its iframes into view first, outermost first.
+    let mut owners = Vec::new();
+    let mut inner = target.clone();
+    while let Some((parent, frame)) = cdp::embedder(&inner) {
+        owners.push((parent.clone(), frame));
+        inner = parent;
+    }
+    for (parent, frame) in owners.iter().rev() {
+        if let Ok(owner) = frame_owner(parent, frame).await {
+            let node = json!({"backendNodeId": owner});
+            let _ = cdp::send_to(parent, "DOM.scrollIntoViewIfNeeded", node).await;
+        }
+    }
     let node = json!({"backendNodeId": backend});
-    if let Err(e) = cdp::send(tab, "DOM.scrollIntoViewIfNeeded", node.clone()).await {
-        if e.contains("No node") {
+    if let Err(e) = cdp::send_to(&target, "DOM.scrollIntoViewIfNeeded", node.clone()).await {
+        if e.contains("No node") || e.contains(cdp::FRAME_GONE) {
             return Err(stale(r, "it was removed from the page"));
         }
     }
-    let (x, y, _, _) = box_of(tab, backend)
-        .await
-        .map_err(|e| match e {
-            BoxError::Gone => stale(r, "it was removed from the page"),
-            BoxError::Hidden => format!("The element {r} is not visible (it has no box on the page), so it can't be clicked or scrolled to."),
-        })?;
-    Ok((x, y))
+    let why = |e| {
+        match e {
+        BoxError::Gone => stale(r, "it was removed from the page"),
+        BoxError::Hidden => format!("The element {r} is not visible (it has no box on the page), so it can't be clicked or scrolled to."),
+    }
+    };
+    let mut at = box_of(&target, backend).await.map_err(why)?;
+    if target.session.is_some() {
+        // Scrolling inside a frame of another process moves its ancestors asynchronously (the
+        // request crosses processes): measure until two readings a frame apart agree.
+        for _ in 0..10 {
+            crate::js::sleep_ms(40).await;
+            let again = box_of(&target, backend).await.map_err(why)?;
+            if again == at {
+                break;
+            }
+            at = again;
+        }
+    }
+    Ok((at.0, at.1))
 }
 
 pub enum BoxError {
@@ -337,22 +424,63 @@ pub enum BoxError {
     Hidden,
 }
 
-/// Centre and size of a node's first content quad, viewport CSS pixels.
-pub async fn box_of(tab: i32, backend: i64) -> Result<(f64, f64, f64, f64), BoxError> {
-    let out = cdp::send(
-        tab,
+/// Centre and size of a node's first content quad, CSS pixels of the top viewport (a node of an
+/// out-of-process iframe, `target` a child session, is moved by its iframes' offsets).
+pub async fn box_of(
+    target: impl Into<Target>,
+    backend: i64,
+) -> Result<(f64, f64, f64, f64), BoxError> {
+    let target = target.into();
+    let out = cdp::send_to(
+        &target,
         "DOM.getContentQuads",
         json!({"backendNodeId": backend}),
     )
     .await
     .map_err(|e| {
-        if e.contains("No node") || e.contains("not found") {
+        if e.contains("No node") || e.contains("not found") || e.contains(cdp::FRAME_GONE) {
             BoxError::Gone
         } else {
             BoxError::Hidden
         }
     })?;
-    quad_centre(&out).ok_or(BoxError::Hidden)
+    let (x, y, w, h) = quad_centre(&out).ok_or(BoxError::Hidden)?;
+    let (dx, dy) = frame_offset(&target).await.map_err(|_| BoxError::Hidden)?;
+    Ok((x + dx, y + dy, w, h))
+}
+
+/// Where a session's viewport starts in the top viewport: the sum of the content-box origins of
+/// the iframe elements that hold it (zero for the tab's own session).
+pub async fn frame_offset(target: &Target) -> Result<(f64, f64), String> {
+    let (mut dx, mut dy) = (0.0, 0.0);
+    let mut inner = target.clone();
+    while let Some((parent, frame)) = cdp::embedder(&inner) {
+        let owner = frame_owner(&parent, &frame).await?;
+        let model =
+            cdp::send_to(&parent, "DOM.getBoxModel", json!({"backendNodeId": owner})).await?;
+        let content = model
+            .pointer("/model/content")
+            .and_then(Value::as_array)
+            .ok_or("DOM.getBoxModel returned no content box")?;
+        let (Some(x), Some(y)) = (
+            content.first().and_then(Value::as_f64),
+            content.get(1).and_then(Value::as_f64),
+        ) else {
+            return Err("DOM.getBoxModel returned no content box".into());
+        };
+        dx += x;
+        dy += y;
+        inner = parent;
+    }
+    Ok((dx, dy))
+}
+
+/// The backend node id of the `<iframe>` element that holds `frame`, in the session `parent`.
+async fn frame_owner(parent: &Target, frame: &str) -> Result<i64, String> {
+    let out = cdp::send_to(parent, "DOM.getFrameOwner", json!({"frameId": frame})).await?;
+    out.get("backendNodeId")
+        .and_then(Value::as_i64)
+        .ok_or_else(|| "DOM.getFrameOwner returned no element".to_string())
 }
 
 /// Centre, width and height of the first non-empty quad of a `DOM.getContentQuads` result.
@@ -389,6 +517,7 @@ mod tests {
         let d = |f: &str, l: &str| Doc {
             frame: f.into(),
             loader: l.into(),
+            session: None,
         };
         let a = table.assign(&d("F", "L1"));
         assert_eq!(table.assign(&d("F", "L1")), a);
@@ -399,6 +528,14 @@ mod tests {
         let saved = serde_json::to_string(&table).expect("a table serializes");
         let back: Table = serde_json::from_str(&saved).expect("a saved table loads");
         assert_eq!(back.docs.get(&b), Some(&d("F", "L2")));
+        // Where a document lives now (its debugger session) is not part of its identity, and is
+        // not stored.
+        let in_child = Doc {
+            session: Some("S".into()),
+            ..d("F", "L2")
+        };
+        assert_eq!(table.assign(&in_child), b);
+        assert!(!serde_json::to_string(&table).unwrap().contains("\"S\""));
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! chrome.debugger: attach to a tab and send it Chrome DevTools Protocol commands.
+//! chrome.debugger: attach to a tab and send Chrome DevTools Protocol commands to it or to one of
+//! its child sessions (out-of-process iframes reached through `Target.setAutoAttach`).
 
 use crate::js::{error_text, to_js};
 use serde::Serialize;
@@ -23,12 +24,17 @@ extern "C" {
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct Debuggee {
+struct Debuggee<'a> {
     tab_id: i32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    session_id: Option<&'a str>,
 }
 
 fn debuggee(tab_id: i32) -> Result<JsValue, String> {
-    to_js(&Debuggee { tab_id })
+    to_js(&Debuggee {
+        tab_id,
+        session_id: None,
+    })
 }
 
 pub async fn attach(tab_id: i32) -> Result<(), String> {
@@ -38,9 +44,22 @@ pub async fn attach(tab_id: i32) -> Result<(), String> {
         .map_err(|e| error_text(&e))
 }
 
-/// Sends one CDP command; the result as JSON (`null` when Chrome returns nothing).
+/// Sends one CDP command to the tab's session; the result as JSON (`null` when Chrome returns
+/// nothing).
 pub async fn send_command(tab_id: i32, method: &str, params: &Value) -> Result<Value, String> {
-    let out = send_command_js(&debuggee(tab_id)?, method, &to_js(params)?)
+    send_command_in(tab_id, None, method, params).await
+}
+
+/// Sends one CDP command to the tab's session or, with `session_id`, to one of its child
+/// sessions (flattened auto-attach).
+pub async fn send_command_in(
+    tab_id: i32,
+    session_id: Option<&str>,
+    method: &str,
+    params: &Value,
+) -> Result<Value, String> {
+    let target = to_js(&Debuggee { tab_id, session_id })?;
+    let out = send_command_js(&target, method, &to_js(params)?)
         .await
         .map_err(|e| error_text(&e))?;
     if out.is_undefined() || out.is_null() {

@@ -53,7 +53,7 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
             line.push_str(&format!(" \"{}\"", clip(&n.name, 120)));
         }
         line.push_str(&snap.attributes(i));
-        match refs::box_of(tab, backend).await {
+        match refs::box_of(snap.frames[n.frame].target(tab), backend).await {
             Ok((x, y, _, _)) => {
                 let (sx, sy) = coords::to_screenshot(tab, x, y);
                 line.push_str(&format!(" at ({sx}, {sy})"));

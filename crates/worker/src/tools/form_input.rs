@@ -24,12 +24,12 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
     ) {
         return Err("Invalid argument `value`: expected a string, boolean or number.".into());
     }
-    let object = refs::object_id(tab, &args.target).await?;
-    let out = cdp::send(
-        tab,
+    let element = refs::resolve(tab, &args.target).await?;
+    let out = cdp::send_to(
+        &element.target,
         "Runtime.callFunctionOn",
         json!({
-            "objectId": object,
+            "objectId": element.object,
             "functionDeclaration": include_str!("form_input.js"),
             "arguments": [{"value": args.value}],
             "returnByValue": true,
@@ -37,8 +37,8 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
         }),
     )
     .await?;
-    let _ = cdp::send(
-        tab,
+    let _ = cdp::send_to(
+        &element.target,
         "Runtime.releaseObjectGroup",
         json!({"objectGroup": "browser-operator-refs"}),
     )

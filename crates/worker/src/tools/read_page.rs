@@ -1,9 +1,10 @@
 //! read_page: the page's elements as a tree, one element a line (`role "name" [ref_D_N]
 //! attributes`), indented one space per level, unnamed wrappers collapsed into their children.
 //! The walk runs in the page (read_page.js, in the worker's isolated world, frame by frame); each
-//! iframe's document is hung under its `<iframe>` line.
+//! iframe's document is hung under its `<iframe>` line, out-of-process iframes (another site)
+//! included: their documents are walked in their own debugger session.
 
-use crate::cdp;
+use crate::cdp::{self, Target};
 use crate::refs::{self, Doc};
 use protocol::ToolResult;
 use serde::Deserialize;
@@ -52,6 +53,7 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
         depth,
         interactive,
         frames: &frames,
+        waited: std::cell::Cell::new(false),
     };
     let mut unreadable = Vec::new();
     let top = match &args.ref_id {
@@ -113,6 +115,8 @@ struct Walk<'a> {
     depth: u32,
     interactive: bool,
     frames: &'a [Doc],
+    /// Whether this snapshot already waited for an out-of-process iframe's session.
+    waited: std::cell::Cell<bool>,
 }
 
 impl Walk<'_> {
@@ -133,9 +137,10 @@ impl Walk<'_> {
             "prefix": prefix,
             "near": NEAR_VIEWPORTS,
         });
-        let mut r = self.render(context, &arg).await?;
-        if r.hosts > 0 && attach_closed_roots(self.tab, context).await? {
-            r = self.render(context, &arg).await?;
+        let target = doc.target(self.tab);
+        let mut r = self.render(&target, context, &arg).await?;
+        if r.hosts > 0 && attach_closed_roots(&target, context).await? {
+            r = self.render(&target, context, &arg).await?;
         }
         if r.stale {
             return Err("Stale ref: the element is no longer in the page. Call read_page or find again for fresh refs.".into());
@@ -145,8 +150,8 @@ impl Walk<'_> {
         Ok(r)
     }
 
-    async fn render(&self, context: i64, arg: &Value) -> Result<Rendered, String> {
-        let out = refs::call_world(self.tab, context, None, "tree", arg.clone(), true).await?;
+    async fn render(&self, target: &Target, context: i64, arg: &Value) -> Result<Rendered, String> {
+        let out = refs::call_world(target, context, None, "tree", arg.clone(), true).await?;
         serde_json::from_value(out.get("value").cloned().unwrap_or(Value::Null))
             .map_err(|e| format!("the page-side walk returned something unexpected: {e}"))
     }
@@ -195,40 +200,87 @@ impl Walk<'_> {
             return Ok(None);
         };
         // The iframe's element in the parent world, then the frame it owns.
+        let parent_target = parent.target(self.tab);
         let element =
-            refs::call_world(self.tab, r.context, None, "get", json!(iframe), false).await?;
+            refs::call_world(&parent_target, r.context, None, "get", json!(iframe), false).await?;
         let Some(object) = element.get("objectId").and_then(Value::as_str) else {
             return Ok(None);
         };
-        let node = cdp::send(self.tab, "DOM.describeNode", json!({"objectId": object})).await?;
+        let node = cdp::send_to(
+            &parent_target,
+            "DOM.describeNode",
+            json!({"objectId": object}),
+        )
+        .await?;
         let Some(frame_id) = node.pointer("/node/frameId").and_then(Value::as_str) else {
             return Ok(None);
         };
-        let Some(doc) = self.frames.iter().find(|d| d.frame == frame_id) else {
-            return Ok(None);
+        let doc = match self.frames.iter().find(|d| d.frame == frame_id) {
+            Some(doc) => doc.clone(),
+            None => match out_of_process(self.tab, frame_id, !self.waited.replace(true)).await {
+                Some(doc) => doc,
+                None => {
+                    let src = attribute(&node, "src").unwrap_or(frame_id);
+                    return Err(format!(
+                        "iframe {src}: its document is in another process that the debugger has not reached"
+                    ));
+                }
+            },
         };
         if doc.frame == parent.frame {
             return Ok(None);
         }
-        let context = refs::world(self.tab, &doc.frame)
+        let context = refs::world(doc.target(self.tab), &doc.frame)
             .await
             .map_err(|e| format!("frame {frame_id}: {e}"))?;
-        self.frame(doc, context, None, level)
+        self.frame(&doc, context, None, level)
             .await
             .map(Some)
             .map_err(|e| format!("frame {frame_id}: {e}"))
     }
 }
 
+/// The document of an out-of-process iframe that attached after the snapshot began (its
+/// `Target.attachedToTarget` may trail the page's load): waits up to a second for its session
+/// (once per snapshot: `wait`).
+async fn out_of_process(tab: i32, frame: &str, wait: bool) -> Option<Doc> {
+    let tries = if wait { 10 } else { 1 };
+    for i in 1..=tries {
+        if let Some(target) = cdp::session_of_frame(tab, frame) {
+            let tree = cdp::send_to(&target, "Page.getFrameTree", json!({}))
+                .await
+                .ok()?;
+            let loader = tree.pointer("/frameTree/frame/loaderId")?.as_str()?;
+            return Some(Doc {
+                frame: frame.to_string(),
+                loader: loader.to_string(),
+                session: target.session,
+            });
+        }
+        if i < tries {
+            crate::js::sleep_ms(100).await;
+        }
+    }
+    None
+}
+
+/// An attribute of a `DOM.describeNode` result.
+fn attribute<'a>(node: &'a Value, name: &str) -> Option<&'a str> {
+    let list = node.pointer("/node/attributes")?.as_array()?;
+    list.chunks(2)
+        .find(|p| p.first().and_then(Value::as_str) == Some(name))
+        .and_then(|p| p.get(1)?.as_str())
+}
+
 /// Closed shadow roots are out of the page's reach; the debugger finds them. Candidates the walk
 /// found (elements that may host one, not checked before) are asked for their shadow roots once;
 /// those found are handed to the world. Returns whether any was found.
-async fn attach_closed_roots(tab: i32, context: i64) -> Result<bool, String> {
+async fn attach_closed_roots(tab: &Target, context: i64) -> Result<bool, String> {
     let hosts = refs::call_world(tab, context, None, "hosts", Value::Null, false).await?;
     let Some(array) = hosts.get("objectId").and_then(Value::as_str) else {
         return Ok(false);
     };
-    let props = cdp::send(
+    let props = cdp::send_to(
         tab,
         "Runtime.getProperties",
         json!({"objectId": array, "ownProperties": true}),
@@ -251,7 +303,7 @@ async fn attach_closed_roots(tab: i32, context: i64) -> Result<bool, String> {
         if !is_index {
             continue;
         }
-        let Ok(node) = cdp::send(
+        let Ok(node) = cdp::send_to(
             tab,
             "DOM.describeNode",
             json!({"objectId": host, "depth": 0, "pierce": true}),
@@ -269,7 +321,7 @@ async fn attach_closed_roots(tab: i32, context: i64) -> Result<bool, String> {
             let Some(backend) = root.get("backendNodeId").and_then(Value::as_i64) else {
                 continue;
             };
-            let Ok(resolved) = cdp::send(
+            let Ok(resolved) = cdp::send_to(
                 tab,
                 "DOM.resolveNode",
                 json!({"backendNodeId": backend, "executionContextId": context, "objectGroup": "browser-operator-refs"}),
@@ -286,7 +338,7 @@ async fn attach_closed_roots(tab: i32, context: i64) -> Result<bool, String> {
                     "arguments": [{"value": "closed"}, arg, {"value": refs::WORLD_JS_VERSION}],
                     "returnByValue": true,
                 });
-                if cdp::send(tab, "Runtime.callFunctionOn", params)
+                if cdp::send_to(tab, "Runtime.callFunctionOn", params)
                     .await
                     .is_ok()
                 {

@@ -35,12 +35,12 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
     let function = include_str!("upload.js");
     let out = match (&args.target, args.coordinate) {
         (Some(r), _) => {
-            let object = refs::object_id(tab, r).await?;
-            cdp::send(
-                tab,
+            let element = refs::resolve(tab, r).await?;
+            cdp::send_to(
+                &element.target,
                 "Runtime.callFunctionOn",
                 json!({
-                    "objectId": object,
+                    "objectId": element.object,
                     "functionDeclaration": function,
                     "arguments": [{"value": img.data}, {"value": img.mime}, {"value": name}, {"value": 0}, {"value": 0}],
                     "returnByValue": true,
