@@ -880,3 +880,59 @@ async fn an_attached_tab_is_detached_after_a_worker_restart() -> Result<()> {
     assert_eq!(js(&backend, tab, "document.title").await?, "Fixture: hello");
     Ok(())
 }
+
+/// A download in progress keeps the debugger: the tab is detached only once it has finished.
+#[tokio::test]
+async fn a_download_in_progress_keeps_the_tab_attached() -> Result<()> {
+    use std::io::{Read, Write};
+    let (fixtures, backend, browser, tab) = connected(BrowserOptions::default()).await?;
+    // A server that sends the start of a file, then the rest when told to.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let port = listener.local_addr()?.port();
+    let (started_tx, started) = std::sync::mpsc::channel::<()>();
+    let (finish, finish_rx) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        let Ok((mut conn, _)) = listener.accept() else {
+            return;
+        };
+        let mut request = [0u8; 4096];
+        let _ = conn.read(&mut request);
+        let body = vec![b'x'; 200_000];
+        let head = format!("HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Disposition: attachment; filename=slow.bin\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
+        let _ = conn.write_all(head.as_bytes());
+        let _ = conn.write_all(&body[..1000]);
+        let _ = conn.flush();
+        let _ = started_tx.send(());
+        let _ = finish_rx.recv_timeout(Duration::from_secs(60));
+        let _ = conn.write_all(&body[1000..]);
+    });
+    let worker = browser.worker().await?;
+    worker
+        .eval("chrome.storage.local.set({debuggerIdleSeconds: 2}).then(() => 1)")
+        .await?;
+    backend
+        .text(
+            "navigate",
+            json!({"tabId": tab, "url": fixtures.url("hello.html")}),
+        )
+        .await?;
+    js(
+        &backend,
+        tab,
+        &format!("const a = document.createElement('a'); a.href = 'http://127.0.0.1:{port}/slow.bin'; document.body.append(a); a.click(); 1"),
+    )
+    .await?;
+    tokio::task::spawn_blocking(move || started.recv_timeout(Duration::from_secs(20)))
+        .await
+        .expect("join")
+        .expect("the download started");
+    // Twice the idle period with the download going: still attached.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert!(
+        debugger_state(&worker, tab).await?.0,
+        "the tab was detached during a download"
+    );
+    finish.send(()).expect("the server thread waits");
+    wait_detached(&worker, tab).await?;
+    Ok(())
+}
