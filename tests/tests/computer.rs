@@ -756,7 +756,10 @@ async fn viewport(backend: &Backend, tab: i64) -> Result<(f64, f64)> {
 /// resize_window changes the viewport (a maximized window is restored first), the screenshot
 /// follows, and clicks at screenshot positions still land; screenshots in between leave no
 /// device-metrics override behind that would freeze the viewport.
-async fn resize_follows(opts: BrowserOptions, maximize_first: bool) -> Result<()> {
+async fn resize_follows(
+    opts: BrowserOptions,
+    maximize_first: bool,
+) -> Result<(FixtureServer, Backend, Browser, i64)> {
     let (fixtures, backend, browser, tab) = connected(opts).await?;
     let worker = browser.worker().await?;
     backend
@@ -814,20 +817,21 @@ async fn resize_follows(opts: BrowserOptions, maximize_first: bool) -> Result<()
         }
     }
     assert_eq!(frames[0], frames[1], "{frames:?}");
-    Ok(())
+    Ok((fixtures, backend, browser, tab))
 }
 
 #[tokio::test]
 async fn resize_window_moves_the_viewport_headless() -> Result<()> {
-    resize_follows(BrowserOptions::default(), true).await
+    resize_follows(BrowserOptions::default(), true).await?;
+    Ok(())
 }
 
 /// The same in a windowed Chromium on a virtual display (Xvfb; it has no window manager, so no
-/// maximized window there).
+/// maximized window there); and there, the debugging bar goes when the idle tab is detached.
 #[tokio::test]
 async fn resize_window_moves_the_viewport_in_a_real_window() -> Result<()> {
     let display = browser_operator_e2e::VirtualDisplay::start()?;
-    resize_follows(
+    let (_fixtures, backend, browser, tab) = resize_follows(
         BrowserOptions {
             headless: false,
             display: Some(display.name().to_string()),
@@ -835,7 +839,53 @@ async fn resize_window_moves_the_viewport_in_a_real_window() -> Result<()> {
         },
         false,
     )
-    .await
+    .await?;
+
+    // Chrome's "is debugging this browser" bar takes height from every tab while the debugger
+    // is attached: the tab's content area grows once the idle tab is detached (Chrome closes
+    // the bar a few seconds after the last detach) and shrinks when a command attaches again.
+    let worker = browser.worker().await?;
+    worker
+        .eval("chrome.storage.local.set({debuggerIdleSeconds: 2}).then(() => 1)")
+        .await?;
+    let content_height = || async {
+        worker
+            .eval(&format!("chrome.tabs.get({tab}).then((t) => t.height)"))
+            .await
+            .map(|v| v.as_f64().unwrap_or(0.0))
+    };
+    js(&backend, tab, "1").await?;
+    let with_bar = content_height().await?;
+    wait_detached(&worker, tab).await?;
+    let detached = std::time::Instant::now();
+    let mut height = with_bar;
+    while height <= with_bar && detached.elapsed() < Duration::from_secs(20) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        height = content_height().await?;
+    }
+    assert!(
+        height > with_bar,
+        "the debugging bar stayed ({with_bar} px high tab)"
+    );
+    eprintln!(
+        "the bar went {:?} after the detach; the tab grew from {with_bar} to {height} px",
+        detached.elapsed()
+    );
+    // The next command attaches again, and the bar comes back.
+    assert_eq!(
+        js(&backend, tab, "document.title").await?,
+        "Fixture: input events"
+    );
+    let mut again = height;
+    for _ in 0..100 {
+        again = content_height().await?;
+        if again < height {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(again, with_bar, "the bar is back once the debugger is");
+    Ok(())
 }
 
 /// A worker that Chrome restarts while a group tab stays attached does not know the tab: the
@@ -878,5 +928,61 @@ async fn an_attached_tab_is_detached_after_a_worker_restart() -> Result<()> {
     wait_detached(&worker, tab).await?;
     // And the tab works as before.
     assert_eq!(js(&backend, tab, "document.title").await?, "Fixture: hello");
+    Ok(())
+}
+
+/// A download in progress keeps the debugger: the tab is detached only once it has finished.
+#[tokio::test]
+async fn a_download_in_progress_keeps_the_tab_attached() -> Result<()> {
+    use std::io::{Read, Write};
+    let (fixtures, backend, browser, tab) = connected(BrowserOptions::default()).await?;
+    // A server that sends the start of a file, then the rest when told to.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let port = listener.local_addr()?.port();
+    let (started_tx, started) = std::sync::mpsc::channel::<()>();
+    let (finish, finish_rx) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        let Ok((mut conn, _)) = listener.accept() else {
+            return;
+        };
+        let mut request = [0u8; 4096];
+        let _ = conn.read(&mut request);
+        let body = vec![b'x'; 200_000];
+        let head = format!("HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Disposition: attachment; filename=slow.bin\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
+        let _ = conn.write_all(head.as_bytes());
+        let _ = conn.write_all(&body[..1000]);
+        let _ = conn.flush();
+        let _ = started_tx.send(());
+        let _ = finish_rx.recv_timeout(Duration::from_secs(60));
+        let _ = conn.write_all(&body[1000..]);
+    });
+    let worker = browser.worker().await?;
+    worker
+        .eval("chrome.storage.local.set({debuggerIdleSeconds: 2}).then(() => 1)")
+        .await?;
+    backend
+        .text(
+            "navigate",
+            json!({"tabId": tab, "url": fixtures.url("hello.html")}),
+        )
+        .await?;
+    js(
+        &backend,
+        tab,
+        &format!("const a = document.createElement('a'); a.href = 'http://127.0.0.1:{port}/slow.bin'; document.body.append(a); a.click(); 1"),
+    )
+    .await?;
+    tokio::task::spawn_blocking(move || started.recv_timeout(Duration::from_secs(20)))
+        .await
+        .expect("join")
+        .expect("the download started");
+    // Twice the idle period with the download going: still attached.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert!(
+        debugger_state(&worker, tab).await?.0,
+        "the tab was detached during a download"
+    );
+    finish.send(()).expect("the server thread waits");
+    wait_detached(&worker, tab).await?;
     Ok(())
 }
