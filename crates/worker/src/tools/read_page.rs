@@ -223,7 +223,7 @@ impl Walk<'_> {
 /// Closed shadow roots are out of the page's reach; the debugger finds them. Candidates the walk
 /// found (elements that may host one, not checked before) are asked for their shadow roots once;
 /// those found are handed to the world. Returns whether any was found.
-async fn attach_closed_roots(tab: i32, context: i64) -> Result<bool, String> {
+pub(crate) async fn attach_closed_roots(tab: i32, context: i64) -> Result<bool, String> {
     let hosts = refs::call_world(tab, context, None, "hosts", Value::Null, false).await?;
     let Some(array) = hosts.get("objectId").and_then(Value::as_str) else {
         return Ok(false);
