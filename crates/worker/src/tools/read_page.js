@@ -17,6 +17,8 @@ function (op, arg, version) {
     ids: new WeakMap(), els: new Map(), next: 0, closed: new WeakMap(), checked: new WeakSet(),
   });
   if (S.version !== version || !S.run) {
+    // A world that an older version used may hold closed roots already.
+    S.closedAny = S.closedAny || S.next > 0;
     S.version = version;
     S.run = make();
   }
@@ -101,14 +103,17 @@ function make() {
     }
     return id;
   };
-  const rootOf = (el) => el.shadowRoot || S.closed.get(el) || null;
-  const HOST_TAGS = set('div span article aside blockquote footer header main nav p section h1 h2 h3 h4 h5 h6');
+  // Elements that can hold a shadow root: these tags and custom elements.
+  const HOST_TAGS = set('div span article aside blockquote body footer header main nav p section h1 h2 h3 h4 h5 h6');
+  const canHost = (tag) => HOST_TAGS.has(tag) || tag.indexOf('-') > 0;
+  const rootOf = (el) => (canHost(el.localName) && (el.shadowRoot || (S.closedAny && S.closed.get(el)))) || null;
   // Children of an element: its shadow root's (open or closed, as found) or its own. An element
   // with no light-DOM content that may host a shadow root is asked about once.
   const kids = (el, tag) => {
-    const r = rootOf(el);
+    if (!canHost(tag)) return el;
+    const r = el.shadowRoot || (S.closedAny && S.closed.get(el));
     if (r) return r;
-    if (!el.firstChild && !S.checked.has(el) && (HOST_TAGS.has(tag) || tag.includes('-'))) {
+    if (!el.firstChild && !S.checked.has(el)) {
       S.checked.add(el);
       S.pending.push(el);
     }
@@ -218,6 +223,7 @@ function make() {
     if (tag === 'textarea') return el.value;
     if (tag === 'select') { const o = el.selectedOptions[0]; return o ? o.label : ''; }
     if (tag === 'br') return ' ';
+    if (tag === 'svg') { const t = el.querySelector(':scope > title'); return t ? ' ' + t.textContent + ' ' : ''; }
     let inner;
     if (tag === 'slot') {
       const a = slotted(el);
@@ -279,13 +285,17 @@ function make() {
         if (n) return n;
       }
     }
-    if (tag === 'img' || tag === 'area') n = el.getAttribute('alt') || '';
+    if (tag === 'img' || tag === 'area') {
+      // An empty alt is an empty name (a title does not replace it).
+      const alt = attrs ? el.getAttribute('alt') : null;
+      if (alt !== null) return alt.trim();
+    }
     else if (tag === 'fieldset') { const l = el.querySelector(':scope > legend'); n = l ? squash(fromContent(l)) : ''; }
     else if (tag === 'table') { const c = el.caption; n = c ? squash(fromContent(c)) : ''; }
     else if (tag === 'optgroup') n = el.label;
     else if (tag === 'option') n = el.label;
     else if (tag === 'svg') { const t = el.querySelector(':scope > title'); n = t ? t.textContent : ''; }
-    else if (FROM_CONTENT.has(r)) n = squash(fromContent(el));
+    else if (FROM_CONTENT.has(r) || (r === 'row' && attrs && el.hasAttribute('role'))) n = squash(fromContent(el));
     if (n) return n.trim();
     if (!attrs) return '';
     n = el.getAttribute('title') || '';
@@ -366,7 +376,8 @@ function make() {
           return null;
         }
         if (tag === 'br') { s += ' '; continue; }
-        if (hidden(c, true)) continue;
+        // Without attributes it takes its visibility from the text around it (checked).
+        if (c.hasAttributes() && hidden(c, true)) continue;
         const inner = plainText(c, budget - 1);
         if (inner === null) return null;
         s += inner;
@@ -504,9 +515,9 @@ function make() {
     const said = shown ? squash(shown) : '';
     if (tag === 'slot') {
       const a = slotted(el);
-      if (a) { for (const n of a) visit(n, level + 1, said, inSel, mine, 1); return; }
+      if (a) { for (const n of a) visit(n, level + 1, said, inSel, mine); return; }
     }
-    for (let c = first; c; c = c.nextSibling) visit(c, level + 1, said, inSel, mine, 1);
+    for (let c = first; c; c = c.nextSibling) visit(c, level + 1, said, inSel, mine);
   };
   // An unnamed wrapper: its children take its place.
   const wrapper = (el, tag, level, parentName, inSel, owner, focusable) => {
@@ -517,7 +528,10 @@ function make() {
     }
     if (tag === 'slot') {
       const a = slotted(el);
-      if (a) { for (const n of a) visit(n, level, parentName, inSel, owner, 0); return; }
+      if (a) {
+        for (const n of a) visit(n, level, parentName, inSel, owner);
+        return;
+      }
     }
     const first = parent.firstChild;
     if (!first) return;
@@ -532,24 +546,33 @@ function make() {
     // Text of its own is shown only if the wrapper is visible: checked once, at the first text.
     let vis = 0;
     for (let c = first; c; c = c.nextSibling) {
-      if (vis === 0 && c.nodeType === 3 && !blank(c.data)) vis = inSel || !hidden(el, true) ? 1 : -1;
-      visit(c, level, parentName, inSel, owner, vis);
+      const t = c.nodeType;
+      if (t === 1) walk(c, level, parentName, inSel, owner);
+      else if (t === 3) {
+        const d = c.data;
+        if (blank(d)) continue;
+        if (vis === 0) vis = inSel || !hidden(el, true) ? 1 : -1;
+        if (vis > 0) text(d, level, parentName, owner);
+      }
     }
+  };
+  // A piece of text: a line, or find's candidate's text.
+  const text = (d, level, parentName, owner) => {
+    if (finding) { if (owner) owner.text += ' ' + d; }
+    else if (!interactive && level < depth) textLine(d, level, parentName);
   };
   const blank = (d) => d.charCodeAt(0) <= 32 && !d.trim();
   const textLine = (t, level, parentName) => {
     t = squash(t);
     if (t && !parentName.includes(t)) lines.push(pad(level) + 'text "' + clip(t, 500) + '"');
   };
-  // `vis`: whether the parent is visible (1), hidden (-1) or not known (0: it has no text).
-  const visit = (node, level, parentName, inSelect, owner, vis) => {
+  // A node under a visible element.
+  const visit = (node, level, parentName, inSelect, owner) => {
     const t = node.nodeType;
     if (t === 1) walk(node, level, parentName, inSelect, owner);
-    else if (t === 3 && vis > 0) {
+    else if (t === 3) {
       const d = node.data;
-      if (blank(d)) return;
-      if (finding) { if (owner) owner.text += ' ' + d; }
-      else if (!interactive && level < depth) textLine(d, level, parentName);
+      if (!blank(d)) text(d, level, parentName, owner);
     }
   };
 
@@ -589,7 +612,7 @@ function make() {
       const el = r.deref();
       return el && el.isConnected ? el : 'stale';
     }
-    if (op === 'closed') { S.closed.set(arg, this); return true; }
+    if (op === 'closed') { S.closed.set(arg, this); S.closedAny = true; return true; }
     if (op === 'hosts') {
       const out = S.pending || [];
       S.pending = [];
@@ -649,7 +672,7 @@ function make() {
     }
     const text = lines.join('\n');
     lines = [];
-    return { text, frames, regions, hosts: S.pending.length };
+    return { text, frames, regions, hosts: S.pending.length, viewport: [Math.round(innerWidth), Math.round(innerHeight)] };
   };
 }
 }

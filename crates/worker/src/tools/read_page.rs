@@ -75,7 +75,11 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
     for u in &unreadable {
         out.push_str(&format!("(not read: {u})\n"));
     }
-    let (vw, vh) = viewport(tab).await?;
+    // The walk of the main document measured the viewport already.
+    let (vw, vh) = match top.viewport {
+        Some(v) if top.doc.as_ref() == Some(&frames[0]) => v,
+        _ => viewport(tab).await?,
+    };
     let size = out.chars().count();
     let result = if size > max_chars {
         Err(too_big(&regions, size, max_chars, depth))
@@ -102,6 +106,9 @@ struct Rendered {
     /// Elements that may host a closed shadow root, to be asked about.
     #[serde(default)]
     hosts: u32,
+    /// The frame's viewport (innerWidth, innerHeight).
+    #[serde(default)]
+    viewport: Option<(i64, i64)>,
     #[serde(skip)]
     doc: Option<Doc>,
     #[serde(skip)]
