@@ -4,6 +4,7 @@
 
 use browser_operator_e2e::{Backend, Browser, BrowserOptions, FixtureServer, Result};
 use serde_json::{json, Value};
+use std::collections::HashMap;
 use std::time::Duration;
 
 const CONNECT: Duration = Duration::from_secs(20);
@@ -695,5 +696,287 @@ async fn javascript_plan_and_reserved_tools() -> Result<()> {
         let t = backend.text(tool, json!({})).await?;
         assert!(t.contains("not available in this extension"), "{t}");
     }
+    Ok(())
+}
+
+/// Chrome's names for roles that are not ARIA's (its internal ones), as read_page names them.
+fn chrome_role(role: &str) -> &str {
+    match role {
+        "RootWebArea" => "document",
+        "LabelText" => "label",
+        "Legend" => "legend",
+        "DescriptionList" => "list",
+        "Date" => "date",
+        "DateTime" => "datetime",
+        "InputTime" => "time",
+        "ColorWell" => "color",
+        "DisclosureTriangle" => "button",
+        "Abbr" => "abbr",
+        "Figcaption" => "figcaption",
+        "Canvas" => "canvas",
+        "Video" => "video",
+        "Audio" => "audio",
+        "Iframe" | "IframePresentational" => "iframe",
+        other => other,
+    }
+}
+
+/// Roles whose text read_page folds into the text around it (inline formatting).
+const FOLDED: &[&str] = &[
+    "strong",
+    "emphasis",
+    "code",
+    "abbr",
+    "mark",
+    "subscript",
+    "superscript",
+    "insertion",
+    "deletion",
+    "time",
+];
+
+fn squash(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// read_page's lines of one document: ref → (role, quoted text).
+fn read_lines(tree: &str, prefix: &str) -> Vec<(String, String, String)> {
+    let mut out = Vec::new();
+    for line in tree.lines() {
+        let l = line.trim_start();
+        let Some(at) = l.find(&format!(" [{prefix}")) else {
+            continue;
+        };
+        let end = at + 2 + l[at + 2..].find(']').expect("closing bracket");
+        let r = l[at + 2..end].to_string();
+        let head = &l[..at];
+        let (role, name) = match head.split_once(" \"") {
+            Some((role, quoted)) => (
+                role.to_string(),
+                quoted
+                    .trim_end_matches('"')
+                    .replace("\\\"", "\"")
+                    .replace("\\\\", "\\"),
+            ),
+            None => (head.to_string(), String::new()),
+        };
+        out.push((r, role, name));
+    }
+    out
+}
+
+/// Chrome's accessibility tree of the main document of the tab showing `url` (its first `limit`
+/// nodes), each node with the ref read_page gave its element (if any), the text of its static
+/// text descendants, and whether it is inside a form control's own shadow tree.
+async fn chrome_nodes(
+    browser: &Browser,
+    url: &str,
+    prefix: &str,
+    limit: usize,
+) -> Result<Vec<(Option<String>, String, String, String, bool)>> {
+    let target = browser
+        .page_targets()
+        .await?
+        .into_iter()
+        .find(|t| t.url == url)
+        .expect("the page's target");
+    let cdp = browser.cdp();
+    let attached = cdp
+        .call(
+            "Target.attachToTarget",
+            json!({"targetId": target.id, "flatten": true}),
+        )
+        .await?;
+    let session = attached["sessionId"].as_str().expect("session").to_string();
+    let tree = cdp
+        .call_session(&session, "Accessibility.getFullAXTree", json!({}))
+        .await?;
+    let frames = cdp
+        .call_session(&session, "Page.getFrameTree", json!({}))
+        .await?;
+    // The worker's isolated world: the same name finds the same world from any session.
+    let world = cdp
+        .call_session(
+            &session,
+            "Page.createIsolatedWorld",
+            json!({"frameId": frames["frameTree"]["frame"]["id"], "worldName": "browser-operator"}),
+        )
+        .await?;
+    let context = world["executionContextId"].clone();
+    let nodes = tree["nodes"].as_array().cloned().unwrap_or_default();
+    let by_id: HashMap<&str, &Value> = nodes
+        .iter()
+        .filter_map(|n| Some((n["nodeId"].as_str()?, n)))
+        .collect();
+    fn text_of(n: &Value, by_id: &HashMap<&str, &Value>, out: &mut String) {
+        if n["role"]["value"] == "StaticText" {
+            out.push_str(n["name"]["value"].as_str().unwrap_or(""));
+            return;
+        }
+        for c in n["childIds"].as_array().into_iter().flatten() {
+            if let Some(child) = c.as_str().and_then(|c| by_id.get(c)) {
+                text_of(child, by_id, out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    let mut tags: HashMap<&str, String> = HashMap::new();
+    for n in &nodes {
+        let role = chrome_role(n["role"]["value"].as_str().unwrap_or(""));
+        let name = squash(n["name"]["value"].as_str().unwrap_or(""));
+        let skip = matches!(
+            role,
+            "StaticText" | "InlineTextBox" | "ListMarker" | "LineBreak" | "MenuListPopup" | "none"
+        ) || (role == "generic" && name.is_empty());
+        let Some(backend) = n["backendDOMNodeId"].as_i64() else {
+            continue;
+        };
+        if skip || n["ignored"].as_bool() == Some(true) {
+            continue;
+        }
+        let mut text = String::new();
+        text_of(n, &by_id, &mut text);
+        let resolved = cdp
+            .call_session(
+                &session,
+                "DOM.resolveNode",
+                json!({"backendNodeId": backend, "executionContextId": context}),
+            )
+            .await?;
+        let id = cdp
+            .call_session(
+                &session,
+                "Runtime.callFunctionOn",
+                json!({
+                    "objectId": resolved["object"]["objectId"],
+                    // The element's id in read_page's table, and its tag.
+                    "functionDeclaration": "function () { const S = globalThis.__browserOperator; const id = S && S.ids.get(this); return [id === undefined ? null : String(id), this.nodeName]; }",
+                    "returnByValue": true,
+                }),
+            )
+            .await?;
+        let r = id["result"]["value"][0]
+            .as_str()
+            .map(|id| format!("{prefix}{id}"));
+        tags.insert(
+            n["nodeId"].as_str().unwrap_or(""),
+            id["result"]["value"][1].as_str().unwrap_or("").to_string(),
+        );
+        // Inside a form control or media element: part of its own (user-agent) shadow tree.
+        let mut inside_control = false;
+        let mut up = n["parentId"].as_str();
+        while let Some(p) = up {
+            if tags.get(p).is_some_and(|t| {
+                matches!(
+                    t.as_str(),
+                    "INPUT" | "METER" | "PROGRESS" | "SELECT" | "TEXTAREA" | "VIDEO" | "AUDIO"
+                )
+            }) {
+                inside_control = true;
+            }
+            up = by_id.get(p).and_then(|n| n["parentId"].as_str());
+        }
+        out.push((r, role.to_string(), name, squash(&text), inside_control));
+        if out.len() == limit {
+            break;
+        }
+    }
+    cdp.call("Target.detachFromTarget", json!({"sessionId": session}))
+        .await?;
+    Ok(out)
+}
+
+#[tokio::test]
+async fn roles_and_names_agree_with_chrome() -> Result<()> {
+    let (fixtures, backend, browser, tab) = connected().await?;
+    let mut compared = 0;
+    let mut agreed = 0;
+    let mut by_design = 0;
+    let mut differences = Vec::new();
+    for page in [
+        "roles.html",
+        "login.html",
+        "hello.html",
+        "todo.html",
+        "long.html",
+        "react.html",
+        "dialogs.html",
+        "input.html",
+        "frames.html",
+        "large.html",
+    ] {
+        let url = fixtures.url(page);
+        open(&backend, tab, &url).await?;
+        let tree = backend
+            .text("read_page", json!({"tabId": tab, "max_chars": 1_000_000}))
+            .await?;
+        let first = tree.lines().next().unwrap_or("");
+        let start = first.find("[ref_").expect("the document's ref") + 1;
+        let doc = &first[start..first.len() - 1];
+        let prefix = &doc[..doc.rfind('_').expect("ref_D_N") + 1];
+        let ours = read_lines(&tree, prefix);
+        // The large page: its first thousand nodes (each is looked up on its own).
+        let chrome = chrome_nodes(&browser, &url, prefix, 1000).await?;
+        let mut seen = std::collections::HashSet::new();
+        for (r, role, name, text, inside_control) in &chrome {
+            let line = r
+                .as_ref()
+                .and_then(|r| ours.iter().find(|(o, _, _)| o == r));
+            let Some((r, our_role, our_name)) = line else {
+                if matches!(role.as_str(), "label" | "legend")
+                    || FOLDED.contains(&role.as_str())
+                    || *inside_control
+                {
+                    // Label and legend text is their control's name; inline formatting is
+                    // part of the text around it; the parts of a date field or of a file or
+                    // image button are the field itself.
+                    by_design += 1;
+                } else {
+                    compared += 1;
+                    differences.push(format!("{page}: Chrome {role} {name:?}: not listed"));
+                }
+                continue;
+            };
+            seen.insert(r.clone());
+            compared += 1;
+            // Names over 300 characters are cut, with an ellipsis.
+            let our_name = if our_name.chars().count() > 300 {
+                our_name.trim_end_matches('…')
+            } else {
+                our_name
+            };
+            // A line shows the text of an element without a name in its place.
+            let same_name = squash(our_name) == *name
+                || (name.is_empty() && squash(our_name) == *text)
+                || (our_name.len() >= 299 && name.starts_with(our_name));
+            if our_role == role && same_name {
+                agreed += 1;
+            } else {
+                differences.push(format!(
+                    "{page}: Chrome {role} {name:?}, read_page {our_role} {our_name:?} [{r}]"
+                ));
+            }
+        }
+        for (r, role, name) in &ours {
+            // Chrome's whole tree was looked at (not so on the large page): what read_page lists
+            // beyond it.
+            if chrome.len() < 1000 && !seen.contains(r) {
+                compared += 1;
+                differences.push(format!(
+                    "{page}: read_page {role} {name:?} [{r}]: not in Chrome's tree"
+                ));
+            }
+        }
+    }
+    let rate = agreed as f64 / compared as f64;
+    println!(
+        "roles and names: {agreed} of {compared} elements agree with Chrome ({:.1}%), {by_design} left out by design",
+        rate * 100.0
+    );
+    for d in &differences {
+        println!("  {d}");
+    }
+    assert!(compared > 500, "{compared}");
+    assert!(rate >= 0.95, "{:.3}:\n{}", rate, differences.join("\n"));
     Ok(())
 }

@@ -1,7 +1,6 @@
 //! The Browser Operator service worker. `extension/worker.js` loads this wasm, registers every
 //! chrome.* listener synchronously and hands the events to the functions exported here.
 
-mod ax;
 mod brand;
 mod btcp;
 mod cdp;

@@ -254,28 +254,6 @@ pub async fn call_world(
     Ok(out.get("result").cloned().unwrap_or(Value::Null))
 }
 
-/// The ref of a node known by its backend id in a frame's document.
-pub async fn ref_of_backend(tab: i32, doc: &Doc, backend: i64) -> Result<String, String> {
-    let target = doc.target(tab);
-    let context = world(&target, &doc.frame).await?;
-    let out = cdp::send_to(
-        &target,
-        "DOM.resolveNode",
-        json!({"backendNodeId": backend, "executionContextId": context, "objectGroup": "browser-operator-refs"}),
-    )
-    .await?;
-    let object = out
-        .pointer("/object/objectId")
-        .and_then(Value::as_str)
-        .ok_or("the node has no object")?;
-    let id = call_world(&target, context, Some(object), "id", Value::Null, true).await?;
-    let id = id
-        .get("value")
-        .and_then(Value::as_u64)
-        .ok_or("the node got no id")?;
-    Ok(format!("{}{id}", prefix(doc_number(tab, doc))))
-}
-
 fn parse_ref(r: &str) -> Option<(u32, u32)> {
     let rest = r.trim().strip_prefix("ref_")?;
     let (d, n) = rest.split_once('_')?;

@@ -1,13 +1,17 @@
 //! find: elements matching a plain-language query, ranked, with refs and points in screenshot
-//! coordinates. The words are matched against what Chrome's accessibility tree knows of each
-//! element: role, accessible name (which already folds in label, title, placeholder, alt),
-//! description, value and the element's own text.
+//! coordinates. Each frame is searched by read_page's own page-side walk (read_page.js, op
+//! "find"): the same roles, names and refs as read_page; the words are matched there against
+//! role, accessible name (which holds label, alt, title or placeholder when they name it), the
+//! element's text, title, placeholder and value. This merges the frames' best matches.
 
-use crate::ax::{self, clip, role_name, Snapshot};
+use crate::cdp::{self, Target};
 use crate::coords;
-use crate::refs;
+use crate::refs::{self, Doc};
+use crate::tools::read_page;
 use protocol::ToolResult;
 use serde::Deserialize;
+use serde_json::{json, Value};
+use std::collections::HashMap;
 
 const MAX_RESULTS: usize = 20;
 
@@ -18,11 +22,33 @@ pub struct Args {
     tab_id: i32,
 }
 
-/// Words that say nothing about which element is meant.
-const STOP: &[&str] = &[
-    "the", "a", "an", "of", "to", "for", "on", "in", "at", "with", "and", "or", "field", "element",
-    "that", "this", "which", "is", "me",
-];
+/// One frame's answer from read_page.js.
+#[derive(Deserialize, Default)]
+struct Found {
+    #[serde(default)]
+    matches: Vec<Match>,
+    #[serde(default)]
+    total: usize,
+    #[serde(default)]
+    hosts: u32,
+}
+
+#[derive(Deserialize)]
+struct Match {
+    /// `[ref_D_N] role "name"`.
+    line: String,
+    score: u32,
+    /// Centre of the element's first box, CSS pixels of its frame's viewport.
+    point: Option<(f64, f64)>,
+}
+
+/// A match with where it was found: frame order, rank within the frame, frame origin.
+struct Hit {
+    m: Match,
+    frame: usize,
+    rank: usize,
+    origin: (f64, f64),
+}
 
 pub async fn run(args: Args) -> Result<ToolResult, String> {
     let tab = args.tab_id;
@@ -30,146 +56,120 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
     if query.is_empty() {
         return Err("Invalid argument `query`: it must not be empty.".into());
     }
-    let snap = Snapshot::take(tab).await?;
-    let mut scored: Vec<(u32, usize)> = (0..snap.nodes.len())
-        .filter_map(|i| Some((score(&snap, i, &query)?, i)))
+    let frames = refs::frames(tab).await?;
+    let live: HashMap<String, String> = frames
+        .iter()
+        .map(|d| (d.frame.clone(), d.loader.clone()))
         .collect();
-    // Best first; document order among equals.
-    scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-    let mut lines = Vec::new();
-    for &(_, i) in &scored {
-        if lines.len() == MAX_RESULTS {
-            break;
-        }
-        let Some(backend) = snap.nodes[i].backend else {
+    refs::begin(tab, &live).await;
+    let mut hits = Vec::new();
+    let mut total = 0;
+    let mut unread = Vec::new();
+    for (i, doc) in frames.iter().enumerate() {
+        // A frame's points are relative to its own viewport: add where it sits in the page.
+        let Some(origin) = frame_origin(tab, doc, i == 0).await else {
+            // Its <iframe> has no box: nothing in it can be seen.
             continue;
         };
-        let Some(r) = snap.ref_of(i).await else {
-            continue;
-        };
-        let n = &snap.nodes[i];
-        let mut line = format!("[{r}] {}", role_name(&n.role));
-        if !n.name.is_empty() {
-            line.push_str(&format!(" \"{}\"", clip(&n.name, 120)));
-        }
-        line.push_str(&snap.attributes(i));
-        match refs::box_of(snap.frames[n.frame].target(tab), backend).await {
-            Ok((x, y, _, _)) => {
-                let (sx, sy) = coords::to_screenshot(tab, x, y);
-                line.push_str(&format!(" at ({sx}, {sy})"));
+        match search(tab, doc, &query).await {
+            Ok(found) => {
+                total += found.total;
+                hits.extend(found.matches.into_iter().enumerate().map(|(rank, m)| Hit {
+                    m,
+                    frame: i,
+                    rank,
+                    origin,
+                }));
             }
-            Err(_) => line.push_str(" (not visible)"),
+            Err(e) => unread.push(format!("frame {}: {e}", doc.frame)),
         }
-        lines.push(line);
     }
     refs::commit(tab).await;
-    if lines.is_empty() {
-        return Ok(ToolResult::text(format!(
-            "No elements match \"{}\". Try other words, or read_page to see the page.",
-            args.query.trim()
-        )));
+    // Best first; among equals the main document first, then each frame's own order.
+    hits.sort_by(|a, b| {
+        b.m.score
+            .cmp(&a.m.score)
+            .then(a.frame.cmp(&b.frame))
+            .then(a.rank.cmp(&b.rank))
+    });
+    let q = args.query.trim();
+    let mut lines: Vec<String> = hits
+        .iter()
+        .take(MAX_RESULTS)
+        .map(|h| match h.m.point {
+            Some((x, y)) => {
+                let (sx, sy) = coords::to_screenshot(tab, x + h.origin.0, y + h.origin.1);
+                format!("{} at ({sx}, {sy})", h.m.line)
+            }
+            None => format!("{} (not visible)", h.m.line),
+        })
+        .collect();
+    for u in &unread {
+        lines.push(format!("(not searched: {u})"));
     }
-    let head = if scored.len() > MAX_RESULTS {
+    if hits.is_empty() {
+        let mut text =
+            format!("No elements match \"{q}\". Try other words, or read_page to see the page.");
+        for u in &unread {
+            text.push_str(&format!("\n(not searched: {u})"));
+        }
+        return Ok(ToolResult::text(text));
+    }
+    let head = if total > MAX_RESULTS {
         format!(
-            "Found {} elements matching \"{}\"; the best {MAX_RESULTS} (refine the query to see others):",
-            scored.len(),
-            args.query.trim()
+            "Found {total} elements matching \"{q}\"; the best {MAX_RESULTS} (refine the query to see others):"
         )
     } else {
-        format!(
-            "Found {} element(s) matching \"{}\":",
-            lines.len(),
-            args.query.trim()
-        )
+        format!("Found {total} element(s) matching \"{q}\":")
     };
-    let text = format!("{head}\n{}", lines.join("\n"));
-    Ok(ToolResult::text(text))
+    Ok(ToolResult::text(format!("{head}\n{}", lines.join("\n"))))
 }
 
-/// The text of a node's direct text children (through collapsed wrappers).
-fn own_text(snap: &Snapshot, i: usize, out: &mut String, budget: &mut usize) {
-    for &c in &snap.nodes[i].children {
-        if *budget == 0 {
-            return;
-        }
-        *budget -= 1;
-        let n = &snap.nodes[c];
-        if n.role == "StaticText" {
-            out.push(' ');
-            out.push_str(&n.name);
-        } else if n.ignored || ax::is_noise(&n.role) {
-            own_text(snap, c, out, budget);
-        }
+/// One frame's best matches, closed shadow roots included.
+async fn search(tab: i32, doc: &Doc, query: &str) -> Result<Found, String> {
+    let target = doc.target(tab);
+    let context = refs::world(&target, &doc.frame).await?;
+    let arg = json!({
+        "query": query,
+        "prefix": refs::prefix(refs::doc_number(tab, doc)),
+        "max": MAX_RESULTS,
+    });
+    let mut found = ask(&target, context, &arg).await?;
+    if found.hosts > 0 && read_page::attach_closed_roots(&target, context).await? {
+        found = ask(&target, context, &arg).await?;
     }
+    Ok(found)
 }
 
-fn score(snap: &Snapshot, i: usize, query: &str) -> Option<u32> {
-    let n = &snap.nodes[i];
-    if n.ignored || n.backend.is_none() || n.role == "StaticText" || n.role == "InlineTextBox" {
-        return None;
-    }
-    if ax::is_noise(&n.role) && n.name.is_empty() && !snap.is_interactive(i) {
-        return None;
-    }
-    let name = n.name.to_lowercase();
-    let role = role_name(&n.role).to_lowercase();
-    let mut text = String::new();
-    own_text(snap, i, &mut text, &mut 50);
-    let other = format!(
-        "{} {} {}",
-        n.value.to_lowercase(),
-        n.description.to_lowercase(),
-        text.to_lowercase()
-    );
-    let mut s = 0u32;
-    if !name.is_empty() && name == query {
-        s += 100;
-    } else if !name.is_empty() && name.contains(query) {
-        s += 50;
-    } else if other.contains(query) {
-        s += 30;
-    }
-    let words: Vec<&str> = query
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty() && !STOP.contains(w))
-        .collect();
-    let mut matched = 0;
-    for w in &words {
-        let mut hit = false;
-        if name.contains(w) {
-            s += 10;
-            hit = true;
-        }
-        if role.contains(w) || synonym(w).is_some_and(|r| role == r) {
-            s += 8;
-            hit = true;
-        }
-        if other.contains(w) {
-            s += 4;
-            hit = true;
-        }
-        if hit {
-            matched += 1;
-        }
-    }
-    if s == 0 || (s < 30 && matched * 2 < words.len()) {
-        return None;
-    }
-    if snap.is_interactive(i) {
-        s += 3;
-    }
-    Some(s)
+async fn ask(target: &Target, context: i64, arg: &Value) -> Result<Found, String> {
+    let out = refs::call_world(target, context, None, "find", arg.clone(), true).await?;
+    serde_json::from_value(out.get("value").cloned().unwrap_or(Value::Null))
+        .map_err(|e| format!("the page-side search returned something unexpected: {e}"))
 }
 
-/// Everyday words for roles.
-fn synonym(word: &str) -> Option<&'static str> {
-    Some(match word {
-        "input" | "box" | "textfield" | "text" => "textbox",
-        "dropdown" | "select" => "combobox",
-        "tickbox" => "checkbox",
-        "title" | "headline" => "heading",
-        "hyperlink" => "link",
-        "image" | "picture" | "photo" => "image",
-        _ => return None,
-    })
+/// Where a frame's viewport starts in the tab's viewport: the content box of its `<iframe>` in
+/// its debugger session, moved by where that session sits in the top viewport (frames of another
+/// site). `top`: the tab's main frame.
+async fn frame_origin(tab: i32, doc: &Doc, top: bool) -> Option<(f64, f64)> {
+    let target = doc.target(tab);
+    let session_root = top || cdp::embedder(&target).is_some_and(|(_, f)| f == doc.frame);
+    let (x, y) = if session_root {
+        (0.0, 0.0)
+    } else {
+        let owner = cdp::send_to(&target, "DOM.getFrameOwner", json!({"frameId": doc.frame}))
+            .await
+            .ok()?;
+        let backend = owner.get("backendNodeId").and_then(Value::as_i64)?;
+        let model = cdp::send_to(
+            &target,
+            "DOM.getBoxModel",
+            json!({"backendNodeId": backend}),
+        )
+        .await
+        .ok()?;
+        let content = model.pointer("/model/content")?.as_array()?;
+        (content.first()?.as_f64()?, content.get(1)?.as_f64()?)
+    };
+    let (dx, dy) = refs::frame_offset(&target).await.ok()?;
+    Some((x + dx, y + dy))
 }

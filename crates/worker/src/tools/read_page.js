@@ -1,26 +1,98 @@
-// read_page's page-side walk. Runs only in the worker's isolated world (Page.createIsolatedWorld),
-// which the page cannot see: the element → id table (the ref table) lives here, with the document.
-// Called through Runtime.callFunctionOn as `fn(op, arg, version)`:
+// The page-side walk shared by read_page and find. Runs only in the worker's isolated world
+// (Page.createIsolatedWorld), which the page cannot see: the element → id table (the ref table)
+// lives here, with the document. Called through Runtime.callFunctionOn as `fn(op, arg, version)`:
 //   "tree"    arg {depth, level, interactive, root, prefix, near}: this frame's lines, its iframes
 //             (marker lines \u0001<id>), landmark regions, and how many hosts to check
+//   "find"    arg {query, prefix, max}: this frame's elements that match, best first, with points
 //   "id"      on an element (`this`): its id, assigned on first sight
 //   "get"     arg id: the element, or "unknown" / "stale"
 //   "hosts"   elements the last walk found that may hold a closed shadow root (each once)
 //   "closed"  on a shadow root, arg host: remember it as host's closed root
-// The work is done by one function kept in the world (replaced when `version` changes), so that
-// V8's type feedback and optimised code carry over from call to call.
+// Roles and names follow Chrome's accessibility tree (implicit roles by tag and type, names from
+// aria-labelledby, aria-label, labels, alt, content, title, placeholder). The functions are made
+// once per world and kept (replaced when `version` changes), so V8's type feedback and optimised
+// code carry over from call to call.
 function (op, arg, version) {
   const S = globalThis.__browserOperator || (globalThis.__browserOperator = {
     ids: new WeakMap(), els: new Map(), next: 0, closed: new WeakMap(), checked: new WeakSet(),
   });
   if (S.version !== version || !S.run) {
+    // A world that an older version used may hold closed roots already.
+    S.closedAny = S.closedAny || S.next > 0;
     S.version = version;
-    S.run = run;
+    S.run = make();
   }
   return S.run.call(this, op, arg, S);
 
-function run(op, arg, S) {
-  // Ids are kept as text: they are written into lines far more often than they are made.
+function make() {
+  const set = (s) => new Set(s.split(' '));
+  // Tags whose subtree is never shown.
+  const SKIP = set('script style noscript template head meta link title base datalist param source track');
+  // Implicit roles by tag (special cases are in `role`).
+  const TAGS = new Map(Object.entries({
+    button: 'button', summary: 'button', textarea: 'textbox', option: 'option', h1: 'heading',
+    h2: 'heading', h3: 'heading', h4: 'heading', h5: 'heading', h6: 'heading', ul: 'list', ol: 'list',
+    menu: 'list', li: 'listitem', nav: 'navigation', main: 'main', form: 'form', article: 'article',
+    table: 'table', tr: 'row', td: 'cell', p: 'paragraph', fieldset: 'group', legend: 'legend',
+    label: 'label', iframe: 'iframe', dialog: 'dialog', progress: 'progressbar', hr: 'separator',
+    blockquote: 'blockquote', figure: 'figure', details: 'group', search: 'search', canvas: 'canvas',
+    video: 'video', audio: 'audio', code: 'code', strong: 'strong', em: 'emphasis', dl: 'list',
+    dt: 'term', dd: 'definition', dfn: 'term', thead: 'rowgroup', tfoot: 'rowgroup',
+    caption: 'caption', meter: 'meter', output: 'status', figcaption: 'figcaption',
+    optgroup: 'group', address: 'group', hgroup: 'group', abbr: 'abbr', mark: 'mark',
+    del: 'deletion', ins: 'insertion', sub: 'subscript', sup: 'superscript', time: 'time',
+    math: 'math', svg: 'image', img: 'image', select: 'combobox', input: 'textbox', a: 'generic',
+    area: 'generic', section: 'generic', aside: 'complementary', header: 'banner',
+    footer: 'contentinfo', th: 'columnheader',
+  }));
+  const INPUTS = new Map(Object.entries({
+    checkbox: 'checkbox', radio: 'radio', button: 'button', submit: 'button', reset: 'button',
+    image: 'button', file: 'button', range: 'slider', number: 'spinbutton', search: 'searchbox',
+    date: 'date', 'datetime-local': 'datetime', time: 'time', color: 'color', month: 'date',
+    week: 'date',
+  }));
+  // Input types whose role says it all; others show `type=`.
+  const PLAIN_TYPES = set('text checkbox radio range number search date datetime-local time color month week button');
+  const NOISE = set('generic none presentation');
+  const INTERACTIVE = set('button link textbox searchbox checkbox radio combobox listbox option menuitem menuitemcheckbox menuitemradio tab switch slider spinbutton treeitem date datetime time color gridcell');
+  // Roles named by their content (as Chrome does).
+  const FROM_CONTENT = set('button link heading option tab menuitem menuitemcheckbox menuitemradio cell gridcell columnheader rowheader checkbox radio switch treeitem tooltip term');
+  const REGIONS = set('main navigation banner contentinfo complementary form region search article');
+  // Roles without states worth showing (unless ARIA attributes say otherwise).
+  const LEAF_FIELDS = set('date datetime time color textbox searchbox spinbutton slider combobox');
+  const FORM_TAGS = set('input select textarea option summary button fieldset optgroup');
+  const CHECKABLE = set('checkbox radio switch menuitemcheckbox menuitemradio');
+  // Inline formatting: folded into the text around it.
+  const INLINE = set('b i u s em strong small mark span code sub sup abbr cite q kbd samp var time font del ins bdi bdo dfn br wbr data big tt');
+  // Elements whose content is separated by spaces in a name.
+  const BLOCK = set('div p li ul ol dl dt dd br h1 h2 h3 h4 h5 h6 section article header footer nav main aside table tr td th tbody thead tfoot caption blockquote pre figure figcaption form fieldset legend address hr details summary');
+  const SECTIONING = 'article,aside,main,nav,section';
+  // Text that needs no tidying: words with single spaces between them (and, for `clip`, no quote
+  // or backslash to escape).
+  const TIDY = /^\S+(?: \S+)*$/;
+  const QUOTABLE = /^[^\s"\\]+(?: [^\s"\\]+)*$/;
+  const clip = (s, max) => {
+    if (s.length <= max && QUOTABLE.test(s)) return s;
+    s = s.replace(/\s+/g, ' ').trim();
+    if (s.length > max) s = s.slice(0, max) + '…';
+    return s.replace(/["\\]/g, '\\$&');
+  };
+  const squash = (s) => (TIDY.test(s) ? s : s.replace(/\s+/g, ' ').trim());
+  // A link's address. Root-relative addresses made of plain characters are joined to the base's
+  // origin here: asking the element (`el.href`) parses every one, which is slow on long pages.
+  let origin = null;
+  const SIMPLE_PATH = /^\/(?![\/\\])(?:[\w\-~\/?#&=%+:@,;!$*'()]|\.(?![.\/]))*$/;
+  const href = (el) => {
+    const h = el.getAttribute('href');
+    if (origin !== null && SIMPLE_PATH.test(h)) return origin + h;
+    return el.href;
+  };
+  const PADS = [];
+  const pad = (n) => PADS[n] || (PADS[n] = ' '.repeat(n));
+
+  // Per-call state, set by `run`.
+  let S, interactive, depth, prefix, lines, frames, regions, vh, margin, finding, found;
+
   const idOf = (el) => {
     let id = S.ids.get(el);
     if (id === undefined) {
@@ -31,267 +103,576 @@ function run(op, arg, S) {
     }
     return id;
   };
-  if (op === 'id') return Number(idOf(this));
-  if (op === 'get') {
-    const r = S.els.get(arg);
-    if (!r) return 'unknown';
-    const el = r.deref();
-    return el && el.isConnected ? el : 'stale';
-  }
-  const rootOf = (el) => el.shadowRoot || S.closed.get(el) || null;
-  if (op === 'closed') { S.closed.set(arg, this); return true; }
-  const HOST_TAGS = new Set(['DIV', 'SPAN', 'ARTICLE', 'ASIDE', 'BLOCKQUOTE', 'FOOTER', 'HEADER',
-    'MAIN', 'NAV', 'P', 'SECTION', 'H1', 'H2', 'H3', 'H4', 'H5', 'H6']);
-  if (op === 'hosts') {
-    const out = S.pending || [];
-    S.pending = [];
-    return out;
-  }
+  // Elements that can hold a shadow root: these tags and custom elements.
+  const HOST_TAGS = set('div span article aside blockquote body footer header main nav p section h1 h2 h3 h4 h5 h6');
+  const canHost = (tag) => HOST_TAGS.has(tag) || tag.indexOf('-') > 0;
+  const rootOf = (el) => (canHost(el.localName) && (el.shadowRoot || (S.closedAny && S.closed.get(el)))) || null;
+  // Children of an element: its shadow root's (open or closed, as found) or its own. An element
+  // with no light-DOM content that may host a shadow root is asked about once.
+  const kids = (el, tag) => {
+    if (!canHost(tag)) return el;
+    const r = el.shadowRoot || (S.closedAny && S.closed.get(el));
+    if (r) return r;
+    if (!el.firstChild && !S.checked.has(el)) {
+      S.checked.add(el);
+      S.pending.push(el);
+    }
+    return el;
+  };
+  // The nodes a slot shows: those assigned to it, else its own.
+  const slotted = (el) => {
+    const a = el.assignedNodes();
+    return a.length ? a : null;
+  };
 
-  const SKIP = new Set(['SCRIPT', 'STYLE', 'NOSCRIPT', 'TEMPLATE', 'HEAD', 'META', 'LINK', 'TITLE', 'BASE']);
-  const NOISE = new Set(['generic', 'none', 'presentation', '']);
-  const INTERACTIVE = new Set(['button', 'link', 'textbox', 'searchbox', 'checkbox', 'radio', 'combobox',
-    'listbox', 'option', 'menuitem', 'menuitemcheckbox', 'menuitemradio', 'tab', 'switch', 'slider',
-    'spinbutton', 'treeitem', 'date', 'datetime', 'time', 'color']);
-  const FROM_CONTENT = new Set(['button', 'link', 'heading', 'option', 'tab', 'menuitem',
-    'menuitemcheckbox', 'menuitemradio', 'cell', 'columnheader', 'rowheader', 'checkbox', 'radio',
-    'switch', 'treeitem', 'tooltip', 'row', 'legend']);
-  const REGIONS = new Set(['main', 'navigation', 'banner', 'contentinfo', 'complementary', 'form',
-    'region', 'search', 'article']);
-  const TAGS = {
-    BUTTON: 'button', SUMMARY: 'button', TEXTAREA: 'textbox', OPTION: 'option', H1: 'heading',
-    H2: 'heading', H3: 'heading', H4: 'heading', H5: 'heading', H6: 'heading', UL: 'list', OL: 'list',
-    MENU: 'list', LI: 'listitem', NAV: 'navigation', MAIN: 'main', ASIDE: 'complementary',
-    FORM: 'form', ARTICLE: 'article', TABLE: 'table', TR: 'row', TD: 'cell', TH: 'columnheader',
-    P: 'paragraph', FIELDSET: 'group', LEGEND: 'legend', LABEL: 'label', IFRAME: 'iframe',
-    DIALOG: 'dialog', PROGRESS: 'progressbar', HR: 'separator', BLOCKQUOTE: 'blockquote',
-    FIGURE: 'figure', DETAILS: 'group', SEARCH: 'search', CANVAS: 'canvas', VIDEO: 'video',
-    AUDIO: 'audio', PRE: 'pre', CODE: 'code', STRONG: 'strong', EM: 'emphasis', DL: 'list',
-    THEAD: 'rowgroup', TBODY: 'rowgroup', TFOOT: 'rowgroup', CAPTION: 'caption', METER: 'meter',
-    OUTPUT: 'status', FIGCAPTION: 'figcaption', OPTGROUP: 'group', ADDRESS: 'group',
+  // Whether an element is left out as hidden: it has no box (display: none, its own or an
+  // ancestor's; content-visibility) or, when `full`, it is invisible (visibility: hidden).
+  const FULL = { visibilityProperty: true };
+  const hidden = (el, full) => !(full ? el.checkVisibility(FULL) : el.checkVisibility()) &&
+    getComputedStyle(el).display !== 'contents';
+  const ariaHidden = (el) => el.hasAttributes() &&
+    (el.hasAttribute('hidden') || el.getAttribute('aria-hidden') === 'true');
+
+  // The first token of a role attribute, as Chrome names it.
+  const explicitRole = (v) => {
+    const r = TIDY.test(v) && v.indexOf(' ') < 0 ? v.toLowerCase() : v.trim().split(/\s+/)[0].toLowerCase();
+    return r === 'img' ? 'image' : r === 'presentation' ? 'none' : r;
   };
-  const INPUTS = {
-    checkbox: 'checkbox', radio: 'radio', button: 'button', submit: 'button', reset: 'button',
-    image: 'button', file: 'button', range: 'slider', number: 'spinbutton', search: 'searchbox',
-    date: 'date', 'datetime-local': 'datetime', time: 'time', color: 'color', month: 'date',
-    week: 'date',
-  };
-  const PLAIN_TEXT = /^[^\s"](?:[^\s"]| (?! ))*$/;
-  const clip = (s, max) => {
-    if (s.length <= max && PLAIN_TEXT.test(s) && s[s.length - 1] !== ' ') return s;
-    s = s.replace(/\s+/g, ' ').trim();
-    if (s.length > max) s = s.slice(0, max) + '…';
-    return s.replace(/"/g, '\\"');
-  };
-  const text = (el) => (el.textContent || '').slice(0, 2000).replace(/\s+/g, ' ').trim();
-  const role = (el) => {
-    const explicit = el.getAttribute('role');
-    if (explicit) return explicit.trim().split(/\s+/)[0].toLowerCase();
-    const t = el.tagName;
-    if (t === 'A' || t === 'AREA') return el.hasAttribute('href') ? 'link' : 'generic';
-    if (t === 'INPUT') {
-      const type = (el.getAttribute('type') || 'text').toLowerCase();
+  // The implicit role of an element without a role attribute.
+  const role = (el, tag, attrs) => {
+    const r = TAGS.get(tag);
+    if (r === undefined) return 'generic';
+    if (r === 'generic') {
+      if (!attrs) return r;
+      if (tag === 'a' || tag === 'area') return el.hasAttribute('href') ? 'link' : 'generic';
+      if (tag === 'section') return el.hasAttribute('aria-label') || el.hasAttribute('aria-labelledby') ? 'region' : 'generic';
+      return r;
+    }
+    if (r === 'textbox' && tag === 'input') {
+      const type = el.type;
       if (type === 'hidden') return null;
-      return INPUTS[type] || (el.hasAttribute('list') ? 'combobox' : 'textbox');
+      return INPUTS.get(type) || (el.hasAttribute('list') ? 'combobox' : 'textbox');
     }
-    if (t === 'SELECT') return el.multiple || el.size > 1 ? 'listbox' : 'combobox';
-    if (t === 'IMG') return el.getAttribute('alt') === '' ? 'none' : 'img';
-    if (t === 'SECTION') return el.hasAttribute('aria-label') || el.hasAttribute('aria-labelledby') ? 'region' : 'generic';
-    if (t === 'HEADER' || t === 'FOOTER') {
-      const inner = el.parentElement && el.parentElement.closest('article,aside,main,nav,section');
-      return inner ? 'generic' : t === 'HEADER' ? 'banner' : 'contentinfo';
+    if (r === 'combobox' && tag === 'select') return el.multiple || el.size > 1 ? 'listbox' : 'combobox';
+    if (r === 'image') {
+      if (tag === 'img' && attrs) {
+        const alt = el.getAttribute('alt');
+        return alt === '' && !el.hasAttribute('title') && !el.hasAttribute('aria-label') ? 'none' : 'image';
+      }
+      return 'image';
     }
-    if (el.isContentEditable && !(el.parentElement && el.parentElement.isContentEditable)) return 'textbox';
-    return TAGS[t] || 'generic';
+    if (r === 'banner' || r === 'contentinfo') {
+      const p = el.parentElement;
+      if (p && p.closest(SECTIONING)) return r === 'banner' ? 'sectionheader' : 'sectionfooter';
+      return r;
+    }
+    if (r === 'row' || r === 'cell' || r === 'rowgroup') return layoutTable(el) ? 'generic' : r;
+    if (r === 'listitem') {
+      const p = el.parentElement;
+      const pr = p && p.getAttribute('role');
+      return pr === 'none' || pr === 'presentation' ? 'generic' : r;
+    }
+    if (r === 'complementary') {
+      const p = el.parentElement;
+      if (p && p.closest(SECTIONING) && !el.hasAttribute('aria-label') && !el.hasAttribute('aria-labelledby')) return 'generic';
+      return r;
+    }
+    if (r === 'columnheader') {
+      const s = (el.getAttribute('scope') || '').toLowerCase();
+      if (layoutTable(el)) return 'generic';
+      if (s === 'row' || s === 'rowgroup') return 'rowheader';
+      if (s === 'col' || s === 'colgroup') return r;
+      const row = el.parentElement;
+      if (row && row.parentElement && row.parentElement.localName === 'thead') return r;
+      for (let c = row && row.firstElementChild; c; c = c.nextElementSibling) {
+        if (c.localName === 'td') return 'rowheader';
+      }
+      return r;
+    }
+    return r;
   };
-  const byIds = (el, attr) => {
-    const ids = el.getAttribute(attr);
-    if (!ids) return '';
+
+  // Rows and cells of a table marked as presentation are wrappers too.
+  const layoutTable = (el) => {
+    const t = el.closest('table');
+    const tr = t && t.getAttribute('role');
+    return tr === 'none' || tr === 'presentation';
+  };
+
+  // Text of the nodes under `parent` as a name: text as it is, elements by their own name or
+  // content; hidden ones left out.
+  const contentOf = (parent, budget) => {
+    let s = '';
+    for (let c = parent.firstChild; c; c = c.nextSibling) {
+      const t = c.nodeType;
+      if (t === 3) s += c.data;
+      else if (t === 1 && budget > 0) s += nameInContent(c, budget - 1);
+      if (s.length > 2000) break;
+    }
+    return s;
+  };
+  const nameInContent = (el, budget) => {
+    const tag = el.localName;
+    if (SKIP.has(tag) || ariaHidden(el) || hidden(el, true)) return '';
+    if (el.hasAttributes()) {
+      const l = el.getAttribute('aria-label');
+      if (l && l.trim()) return ' ' + l + ' ';
+    }
+    if (tag === 'img' || (tag === 'input' && el.type === 'image')) return el.getAttribute('alt') || '';
+    if (tag === 'input') return el.type === 'checkbox' || el.type === 'radio' ? '' : el.value;
+    if (tag === 'textarea') return el.value;
+    if (tag === 'select') { const o = el.selectedOptions[0]; return o ? o.label : ''; }
+    if (tag === 'br') return ' ';
+    if (tag === 'svg') { const t = el.querySelector(':scope > title'); return t ? ' ' + t.textContent + ' ' : ''; }
+    let inner;
+    if (tag === 'slot') {
+      const a = slotted(el);
+      if (a) { inner = ''; for (const n of a) inner += n.nodeType === 3 ? n.data : n.nodeType === 1 ? nameInContent(n, budget - 1) : ''; }
+    }
+    if (inner === undefined) inner = contentOf(rootOf(el) || el, budget);
+    return BLOCK.has(tag) ? ' ' + inner + ' ' : inner;
+  };
+  const fromContent = (el) => {
+    const f = el.firstChild;
+    if (f && !f.nextSibling && f.nodeType === 3 && !rootOf(el)) return f.data;
+    return contentOf(rootOf(el) || el, 8);
+  };
+  const byIds = (el, ids) => {
     const scope = el.getRootNode();
-    return ids.trim().split(/\s+/).map((id) => {
-      const r = scope.getElementById ? scope.getElementById(id) : null;
-      return r ? (r.getAttribute('aria-label') || text(r)) : '';
-    }).join(' ').trim();
-  };
-  const name = (el, r) => {
-    let n = byIds(el, 'aria-labelledby') || (el.getAttribute('aria-label') || '').trim();
-    if (n) return n;
-    const t = el.tagName;
-    if (t === 'INPUT' && ['button', 'submit', 'reset'].includes(el.type)) {
-      return el.value || (el.type === 'submit' ? 'Submit' : el.type === 'reset' ? 'Reset' : '');
+    if (!scope.getElementById) return '';
+    let s = '';
+    for (const id of ids.trim().split(/\s+/)) {
+      const r = scope.getElementById(id);
+      if (!r) continue;
+      const l = r.getAttribute('aria-label');
+      s += ' ' + (l && l.trim() ? l : r.localName === 'input' || r.localName === 'textarea' ? r.value : contentOf(rootOf(r) || r, 8));
     }
-    if (el.labels && el.labels.length) {
-      n = Array.from(el.labels, (l) => {
-        let s = '';
-        for (const c of l.childNodes) {
-          if (c.nodeType === 3) s += c.data;
-          else if (c !== el && c.nodeType === 1 && !c.labels) s += ' ' + c.textContent;
-        }
-        return s;
-      }).join(' ').replace(/\s+/g, ' ').trim();
+    return s;
+  };
+  // The text a label gives its control: its content without the control itself.
+  const labelText = (label, control) => {
+    let s = '';
+    for (let c = label.firstChild; c; c = c.nextSibling) {
+      if (c.nodeType === 3) s += c.data;
+      else if (c.nodeType === 1 && c !== control) s += nameInContent(c, 8);
+    }
+    return s;
+  };
+  // The accessible name: aria-labelledby, aria-label, the host language's own sources, content
+  // (for roles named by it), then title and placeholder.
+  const name = (el, tag, r, attrs) => {
+    let n = '';
+    if (attrs) {
+      const by = el.getAttribute('aria-labelledby');
+      if (by) n = squash(byIds(el, by));
       if (n) return n;
+      n = el.getAttribute('aria-label');
+      if (n && (n = n.trim())) return n;
+      n = '';
     }
-    if (t === 'IMG' || t === 'AREA' || (t === 'INPUT' && el.type === 'image')) n = el.getAttribute('alt') || '';
-    else if (t === 'FIELDSET') { const l = el.querySelector(':scope > legend'); n = l ? text(l) : ''; }
-    else if (t === 'FIGURE') { const c = el.querySelector(':scope > figcaption'); n = c ? text(c) : ''; }
-    else if (t === 'TABLE') n = el.caption ? text(el.caption) : '';
-    else if (t === 'OPTION') n = el.label || text(el);
-    else if (FROM_CONTENT.has(r)) n = text(el);
-    if (n) return n;
-    return (el.getAttribute('title') || el.getAttribute('placeholder') || '').trim();
+    if (tag === 'input') {
+      const type = el.type;
+      if (type === 'button' || type === 'submit' || type === 'reset') {
+        return el.value || (type === 'submit' ? 'Submit' : type === 'reset' ? 'Reset' : '');
+      }
+      if (type === 'image') return el.getAttribute('alt') || el.value || 'Submit';
+    }
+    if (FORM_TAGS.has(tag) || tag === 'meter' || tag === 'progress' || tag === 'output') {
+      const labels = el.labels;
+      if (labels && labels.length) {
+        for (const l of labels) n += ' ' + labelText(l, el);
+        n = squash(n);
+        if (n) return n;
+      }
+    }
+    if (tag === 'img' || tag === 'area') {
+      // An empty alt is an empty name (a title does not replace it).
+      const alt = attrs ? el.getAttribute('alt') : null;
+      if (alt !== null) return alt.trim();
+    }
+    else if (tag === 'fieldset') { const l = el.querySelector(':scope > legend'); n = l ? squash(fromContent(l)) : ''; }
+    else if (tag === 'table') { const c = el.caption; n = c ? squash(fromContent(c)) : ''; }
+    else if (tag === 'optgroup') n = el.label;
+    else if (tag === 'option') n = el.label;
+    else if (tag === 'svg') { const t = el.querySelector(':scope > title'); n = t ? t.textContent : ''; }
+    else if (FROM_CONTENT.has(r) || (r === 'row' && attrs && el.hasAttribute('role'))) n = squash(fromContent(el));
+    if (n) return n.trim();
+    if (!attrs) return '';
+    n = el.getAttribute('title') || '';
+    if (!n && (tag === 'input' || tag === 'textarea')) n = el.getAttribute('placeholder') || '';
+    if (!n) n = el.getAttribute('aria-placeholder') || '';
+    return n.trim();
   };
-  const PLAIN = new Set(['generic', 'paragraph', 'list', 'listitem', 'region', 'main', 'navigation',
-    'banner', 'contentinfo', 'complementary', 'article', 'group', 'label', 'legend', 'form', 'img',
-    'strong', 'emphasis', 'table', 'row', 'cell', 'columnheader', 'rowgroup', 'figure']);
-  const FORM_TAGS = new Set(['INPUT', 'SELECT', 'TEXTAREA', 'OPTION', 'SUMMARY', 'BUTTON', 'FIELDSET']);
-  const state = (el, r, nm) => {
+
+  // States and attributes worth showing after the ref.
+  const state = (el, tag, r, nm, attrs) => {
     let out = '';
-    const t = el.tagName;
-    if (PLAIN.has(r) && !FORM_TAGS.has(t) && !el.hasAttribute('aria-describedby') &&
-        !/aria-(checked|pressed|selected|expanded|disabled|required|readonly|invalid|valuenow)/.test(el.getAttributeNames().join(' '))) {
+    if (!FORM_TAGS.has(tag) && !LEAF_FIELDS.has(r) && !CHECKABLE.has(r) && r !== 'heading' &&
+        r !== 'link' && !(attrs && hasState(el))) {
       return out;
     }
-    if (r === 'link' && el.href) out += ' href="' + clip(el.href, 200) + '"';
+    const aria = (a) => (attrs ? el.getAttribute(a) : null);
+    if (r === 'link' && (tag === 'a' || tag === 'area')) out += ' href="' + clip(href(el), 200) + '"';
+    if (tag === 'input' && !PLAIN_TYPES.has(el.type)) out += ' type=' + el.type;
     let value = '';
-    if (t === 'SELECT') { const o = el.selectedOptions[0]; value = o ? o.label || text(o) : ''; }
-    else if ((t === 'INPUT' && !['checkbox', 'radio', 'button', 'submit', 'reset', 'image', 'file'].includes(el.type)) || t === 'TEXTAREA') value = el.type === 'password' ? '' : el.value;
-    else if (el.hasAttribute('aria-valuenow')) value = el.getAttribute('aria-valuenow');
+    if (tag === 'select') { const o = el.selectedOptions[0]; value = o ? o.label : ''; }
+    else if (tag === 'textarea' || (tag === 'input' && LEAF_FIELDS.has(r))) value = el.type === 'password' ? '' : el.value;
+    else if (attrs && el.hasAttribute('aria-valuenow')) value = el.getAttribute('aria-valuetext') || el.getAttribute('aria-valuenow');
     if (value && value !== nm) out += ' value="' + clip(value, 200) + '"';
-    const desc = byIds(el, 'aria-describedby');
-    if (desc && desc !== nm) out += ' description="' + clip(desc, 200) + '"';
-    const aria = (a) => el.getAttribute(a);
+    if (attrs) {
+      const ph = (tag === 'input' || tag === 'textarea') && el.getAttribute('placeholder');
+      if (ph && ph !== nm) out += ' placeholder="' + clip(ph, 100) + '"';
+      const d = el.getAttribute('aria-describedby');
+      const desc = d ? squash(byIds(el, d)) : '';
+      if (desc && desc !== nm) out += ' description="' + clip(desc, 200) + '"';
+    }
     let checked = aria('aria-checked');
-    if (t === 'INPUT' && (el.type === 'checkbox' || el.type === 'radio')) checked = el.indeterminate ? 'mixed' : String(el.checked);
-    if (checked === null && ['checkbox', 'radio', 'switch', 'menuitemcheckbox', 'menuitemradio'].includes(r)) checked = 'false';
+    if (tag === 'input' && (el.type === 'checkbox' || el.type === 'radio')) checked = el.indeterminate ? 'mixed' : String(el.checked);
+    if (checked === null && CHECKABLE.has(r)) checked = 'false';
     if (checked === 'true') out += ' checked';
     else if (checked === 'mixed') out += ' checked=mixed';
     else if (checked !== null) out += ' checked=false';
-    if (aria('aria-pressed') === 'true') out += ' pressed';
-    else if (aria('aria-pressed') === 'mixed') out += ' pressed=mixed';
-    if ((t === 'OPTION' && el.selected) || aria('aria-selected') === 'true') out += ' selected';
+    const pressed = aria('aria-pressed');
+    if (pressed === 'true') out += ' pressed';
+    else if (pressed === 'mixed') out += ' pressed=mixed';
+    if ((tag === 'option' && el.selected) || aria('aria-selected') === 'true') out += ' selected';
     let expanded = aria('aria-expanded');
-    if (t === 'SUMMARY' && el.parentElement && el.parentElement.tagName === 'DETAILS') expanded = String(el.parentElement.open);
-    if (t === 'SELECT' && r === 'combobox') expanded = 'false';
+    if (tag === 'summary' && el.parentElement && el.parentElement.localName === 'details') expanded = String(el.parentElement.open);
+    if (tag === 'select' && r === 'combobox') expanded = 'false';
     if (expanded === 'true') out += ' expanded';
     else if (expanded !== null) out += ' expanded=false';
     if (el.disabled || aria('aria-disabled') === 'true') out += ' disabled';
     if (el.required || aria('aria-required') === 'true') out += ' required';
-    if ((el.readOnly && (t === 'INPUT' || t === 'TEXTAREA')) || aria('aria-readonly') === 'true') out += ' readonly';
+    if ((el.readOnly && (tag === 'input' || tag === 'textarea')) || aria('aria-readonly') === 'true') out += ' readonly';
     if (aria('aria-invalid') === 'true') out += ' invalid';
-    if (r === 'heading') {
-      const l = aria('aria-level') || (/^H[1-6]$/.test(t) ? t[1] : '2');
-      out += ' level=' + l;
-    }
+    const current = aria('aria-current');
+    if (current && current !== 'false') out += current === 'true' ? ' current' : ' current=' + current;
+    if (r === 'heading') out += ' level=' + (aria('aria-level') || (tag.length === 2 && tag[0] === 'h' ? tag[1] : '2'));
     return out;
   };
-  const hidden = (el, inSelect) => el.hidden || el.getAttribute('aria-hidden') === 'true' ||
-    (!inSelect && !el.checkVisibility() && getComputedStyle(el).display !== 'contents');
-  // Children of an element: its shadow root's (open or closed, as found) or its own.
-  // An element with no light-DOM content that may host a shadow root is asked about once.
-  S.pending = [];
-  const kids = (el) => {
-    const r = rootOf(el);
-    if (!r && !el.firstChild && !S.checked.has(el) &&
-        (HOST_TAGS.has(el.tagName) || el.localName.includes('-'))) {
-      S.checked.add(el);
-      S.pending.push(el);
-    }
-    return r || el;
-  };
-  const PADS = [];
-  const pad = (n) => PADS[n] || (PADS[n] = ' '.repeat(n));
 
-  const { depth, interactive, prefix } = arg;
-  const lines = [];
-  const frames = [];
-  const regions = [];
-  const vh = innerHeight;
-  const margin = vh * (arg.near || 1);
-  const line = (el, r, nm, level, shown) => {
+  const STATE_ATTRS = set('aria-checked aria-pressed aria-selected aria-expanded aria-disabled aria-required aria-readonly aria-invalid aria-valuenow aria-describedby aria-current aria-level');
+  const hasState = (el) => {
+    for (const a of el.getAttributeNames()) if (STATE_ATTRS.has(a)) return true;
+    return false;
+  };
+
+  // The text of content made only of text and inline formatting (no roles of its own), or null.
+  const plainText = (parent, budget) => {
+    let s = '';
+    for (let c = parent.firstChild; c; c = c.nextSibling) {
+      const t = c.nodeType;
+      if (t === 3) s += c.data;
+      else if (t === 1) {
+        const tag = c.localName;
+        if (!INLINE.has(tag) || budget === 0 || rootOf(c)) {
+          if (SKIP.has(tag)) continue;
+          return null;
+        }
+        if (c.hasAttributes() && (c.hasAttribute('role') || c.hasAttribute('aria-label') || c.hasAttribute('aria-labelledby') ||
+            c.hasAttribute('tabindex') || c.hasAttribute('contenteditable') || c.hasAttribute('title') ||
+            c.hasAttribute('aria-describedby'))) {
+          if (ariaHidden(c)) continue;
+          return null;
+        }
+        if (tag === 'br') { s += ' '; continue; }
+        // Without attributes it takes its visibility from the text around it (checked).
+        if (c.hasAttributes() && hidden(c, true)) continue;
+        const inner = plainText(c, budget - 1);
+        if (inner === null) return null;
+        s += inner;
+      }
+    }
+    return s;
+  };
+
+  const line = (el, r, nm, level, shown, tag, attrs) => {
+    const id = idOf(el);
     let s = pad(interactive ? 0 : level) + r;
     if (shown) s += ' "' + clip(shown, 300) + '"';
-    s += ' [' + prefix + idOf(el) + ']' + state(el, r, nm);
+    s += ' [' + prefix + id + ']' + state(el, tag, r, nm, attrs);
     lines.push(s);
     if (REGIONS.has(r) && regions.length < 12) {
-      regions.push(r + (nm ? ' "' + clip(nm, 60) + '"' : '') + ' [' + prefix + idOf(el) + ']');
+      regions.push(r + (nm ? ' "' + clip(nm, 60) + '"' : '') + ' [' + prefix + id + ']');
     }
   };
   const near = (el) => {
     const b = el.getBoundingClientRect();
     return b.width > 0 && b.height > 0 && b.bottom >= -margin && b.top <= vh + margin;
   };
-  const walk = (el, level, parentName, inSelect) => {
-    if (SKIP.has(el.tagName) || hidden(el, inSelect)) return;
-    const r = role(el);
+  const editableRoot = (el) => {
+    const v = el.getAttribute('contenteditable');
+    return v !== null && v !== 'false' && !(el.parentElement && el.parentElement.isContentEditable);
+  };
+  // A matching candidate for find: its role, name and the text it shows.
+  const candidate = (el, r, nm, shown, tag, attrs) => {
+    const c = { el, r, nm, text: shown === nm ? '' : shown, extra: '', order: found.length };
+    if (attrs) {
+      const t = el.getAttribute('title');
+      const p = el.getAttribute('placeholder');
+      if (t) c.extra += ' ' + t;
+      if (p) c.extra += ' ' + p;
+    }
+    if (tag === 'input' || tag === 'textarea') c.extra += ' ' + el.value;
+    found.push(c);
+    return c;
+  };
+
+  // One element: its line (unless it is an unnamed wrapper), then its children.
+  // `parentName`: text already said by the nearest line above (not repeated as text lines).
+  // `owner`: find's candidate that text below belongs to.
+  // Visibility is decided where it shows: for each element that gets a line (or gives text to
+  // one) and once for a wrapper with text of its own; unnamed wrappers themselves are not
+  // checked (an element inside a hidden one has no box either, so it is found hidden in turn).
+  const walk = (el, level, parentName, inSelect, owner) => {
+    const tag = el.localName;
+    if (SKIP.has(tag)) return;
+    const attrs = el.hasAttributes();
+    let explicit = null;
+    if (attrs) {
+      if (el.hasAttribute('hidden') || el.getAttribute('aria-hidden') === 'true') return;
+      explicit = el.getAttribute('role');
+    }
+    let r = explicit ? explicitRole(explicit) : role(el, tag, attrs);
     if (r === null) return;
-    const inSel = inSelect || el.tagName === 'SELECT';
-    const nm = NOISE.has(r) && !el.hasAttribute('aria-label') ? '' : name(el, r);
-    const parent = kids(el);
-    const noise = NOISE.has(r) && !nm;
-    if (noise) {
-      if (interactive && el.tabIndex >= 0 && level < depth && near(el)) line(el, r, nm, 0, nm);
-      for (let c = parent.firstChild; c; c = c.nextSibling) visit(c, level, parentName, inSel);
-      return;
+    const inSel = inSelect || tag === 'select';
+    let nm = '';
+    let editable = false;
+    let focusable = false;
+    if (NOISE.has(r)) {
+      let labelled = false;
+      if (attrs) {
+        for (const a of el.getAttributeNames()) {
+          if (a === 'aria-label' || a === 'aria-labelledby' || a === 'title') labelled = true;
+          else if (a === 'contenteditable') editable = editableRoot(el);
+          else if (a === 'tabindex') focusable = true;
+        }
+      }
+      if (labelled || editable) {
+        if (!inSel && hidden(el, true)) return;
+        nm = name(el, tag, r, attrs);
+        if (nm && r !== 'generic') r = 'generic';
+      }
+      if (!nm && !editable) {
+        wrapper(el, tag, level, parentName, inSel, owner, focusable);
+        return;
+      }
+    } else {
+      if (!inSel && hidden(el, true)) return;
+      nm = name(el, tag, r, attrs);
     }
     if (level >= depth) return;
-    let shown = nm;
-    if (!nm) {
-      let only = null;
-      let count = 0;
-      let textOnly = true;
-      for (let c = parent.firstChild; c; c = c.nextSibling) {
-        const type = c.nodeType;
-        if (type !== 3 && type !== 8) textOnly = false;
-        if (type === 3 && !c.data.trim()) continue;
-        count++;
-        only = c;
+    const parent = kids(el, tag);
+    // Labels and legends: their text is their control's (or group's) name already.
+    if (r === 'label' && !nm) {
+      if (el.control || el.querySelector('input,select,textarea,button,meter,progress,output')) {
+        const said = labelText(el, el.control);
+        for (let c = parent.firstChild; c; c = c.nextSibling) if (c.nodeType === 1) walk(c, level, said, inSel, owner);
+        return;
       }
-      if (count === 1 && only.nodeType === 3) shown = only.data;
-      // Labels and legends whose only content is text repeat their control's name.
-      if ((r === 'label' || r === 'legend') && count > 0 && textOnly) return;
     }
-    if (interactive) {
-      const can = INTERACTIVE.has(r) || el.isContentEditable || (el.tabIndex >= 0 && r !== 'iframe');
-      if (can && near(el)) line(el, r, nm, 0, shown);
-    } else {
-      line(el, r, nm, level, shown);
-    }
-    if (r === 'iframe') {
-      lines.push('\u0001' + idOf(el));
-      frames.push([Number(idOf(el)), level + 1]);
+    if (r === 'legend' && !nm && el.parentElement && el.parentElement.localName === 'fieldset') {
+      for (let c = parent.firstChild; c; c = c.nextSibling) if (c.nodeType === 1) walk(c, level, '', inSel, owner);
       return;
     }
-    if (['date', 'datetime', 'time', 'color', 'textbox', 'searchbox', 'spinbutton', 'slider'].includes(r) && el.tagName !== 'DIV') return;
-    const pn = shown.replace(/\s+/g, ' ').trim();
-    for (let c = parent.firstChild; c; c = c.nextSibling) visit(c, level + 1, pn, inSel);
+    let shown = nm;
+    let leaf = r === 'image' || (LEAF_FIELDS.has(r) && tag !== 'div' && tag !== 'span' && tag !== 'select');
+    // Content that is only text: shown as the name when there is none, else as one text line.
+    let rest = '';
+    const first = parent.firstChild;
+    if (!leaf && first) {
+      const t = first.nextSibling === null && first.nodeType === 3 ? first.data : plainText(parent, 4);
+      if (t !== null) {
+        leaf = true;
+        if (!nm) shown = squash(t);
+        else if (t !== nm) {
+          rest = squash(t);
+          if (nm.includes(rest)) rest = '';
+        }
+      }
+    }
+    let mine = owner;
+    if (finding) {
+      mine = candidate(el, r, nm, shown, tag, attrs);
+      if (rest) mine.text += ' ' + rest;
+    } else if (interactive) {
+      const can = INTERACTIVE.has(r) || editable || (el.tabIndex >= 0 && r !== 'iframe');
+      if (can && near(el)) line(el, r, nm, 0, shown, tag, attrs);
+    } else {
+      line(el, r, nm, level, shown, tag, attrs);
+    }
+    if (r === 'iframe') {
+      if (!finding) {
+        lines.push('\u0001' + idOf(el));
+        frames.push([Number(idOf(el)), level + 1]);
+      }
+      return;
+    }
+    if (leaf) {
+      if (rest && !finding && !interactive && level + 1 < depth) textLine(rest, level + 1, nm);
+      return;
+    }
+    const said = shown ? squash(shown) : '';
+    if (tag === 'slot') {
+      const a = slotted(el);
+      if (a) { for (const n of a) visit(n, level + 1, said, inSel, mine); return; }
+    }
+    for (let c = first; c; c = c.nextSibling) visit(c, level + 1, said, inSel, mine);
   };
-  const visit = (node, level, parentName, inSelect) => {
-    if (node.nodeType === 1) walk(node, level, parentName, inSelect);
-    else if (node.nodeType === 3 && !interactive && level < depth) {
-      const t = node.data.replace(/\s+/g, ' ').trim();
-      if (t && !parentName.includes(t)) lines.push(pad(level) + 'text "' + clip(t, 500) + '"');
+  // An unnamed wrapper: its children take its place.
+  const wrapper = (el, tag, level, parentName, inSel, owner, focusable) => {
+    const parent = kids(el, tag);
+    if (focusable && (interactive || finding) && level < depth && el.tabIndex >= 0 && !hidden(el, true)) {
+      if (finding) owner = candidate(el, 'generic', '', '', tag, true);
+      else if (near(el)) line(el, 'generic', '', 0, '', tag, true);
+    }
+    if (tag === 'slot') {
+      const a = slotted(el);
+      if (a) {
+        for (const n of a) visit(n, level, parentName, inSel, owner);
+        return;
+      }
+    }
+    const first = parent.firstChild;
+    if (!first) return;
+    // A wrapper of text and inline formatting only: one text line.
+    if (!finding && !interactive && first.nextSibling) {
+      const t = plainText(parent, 4);
+      if (t !== null) {
+        if (level < depth && !inSel && !hidden(el, true)) textLine(t, level, parentName);
+        return;
+      }
+    }
+    // Text of its own is shown only if the wrapper is visible: checked once, at the first text.
+    let vis = 0;
+    for (let c = first; c; c = c.nextSibling) {
+      const t = c.nodeType;
+      if (t === 1) walk(c, level, parentName, inSel, owner);
+      else if (t === 3) {
+        const d = c.data;
+        if (blank(d)) continue;
+        if (vis === 0) vis = inSel || !hidden(el, true) ? 1 : -1;
+        if (vis > 0) text(d, level, parentName, owner);
+      }
     }
   };
-  let level = arg.level || 0;
-  if (arg.root) {
-    const r = S.els.get(arg.root);
-    const el = r && r.deref();
-    if (!el || !el.isConnected) return { stale: true };
-    if (el.nodeType === 9) arg.root = null;
-    else walk(el, level, '', false);
-  }
-  if (!arg.root) {
-    if (level === 0 && !interactive) {
-      lines.push('document' + (document.title ? ' "' + clip(document.title, 300) + '"' : '') +
-        ' [' + prefix + idOf(document) + ']');
-      level = 1;
-    } else if (!interactive) {
-      lines.push(' '.repeat(level) + 'document' + (document.title ? ' "' + clip(document.title, 300) + '"' : '') +
-        ' [' + prefix + idOf(document) + ']');
-      level += 1;
+  // A piece of text: a line, or find's candidate's text.
+  const text = (d, level, parentName, owner) => {
+    if (finding) { if (owner) owner.text += ' ' + d; }
+    else if (!interactive && level < depth) textLine(d, level, parentName);
+  };
+  const blank = (d) => d.charCodeAt(0) <= 32 && !d.trim();
+  const textLine = (t, level, parentName) => {
+    t = squash(t);
+    if (t && !parentName.includes(t)) lines.push(pad(level) + 'text "' + clip(t, 500) + '"');
+  };
+  // A node under a visible element.
+  const visit = (node, level, parentName, inSelect, owner) => {
+    const t = node.nodeType;
+    if (t === 1) walk(node, level, parentName, inSelect, owner);
+    else if (t === 3) {
+      const d = node.data;
+      if (!blank(d)) text(d, level, parentName, owner);
     }
-    if (document.body) walk(document.body, level, '', false);
-  }
-  return { text: lines.join('\n'), frames, regions, hosts: S.pending.length };
+  };
+
+  // find: words matched against role, name, text, placeholder, label and title.
+  const STOP = set('the a an of to for on in at with and or field element that this which is me');
+  const SYNONYMS = new Map(Object.entries({
+    input: 'textbox', box: 'textbox', textfield: 'textbox', text: 'textbox', dropdown: 'combobox',
+    select: 'combobox', tickbox: 'checkbox', title: 'heading', headline: 'heading', hyperlink: 'link',
+    img: 'image', picture: 'image', photo: 'image',
+  }));
+  const score = (c, query, words) => {
+    const name = c.nm.toLowerCase();
+    const other = (c.text + ' ' + c.extra).replace(/\s+/g, ' ').toLowerCase();
+    let s = 0;
+    if (name && name === query) s += 100;
+    else if (name && name.includes(query)) s += 50;
+    else if (other.includes(query)) s += 30;
+    let matched = 0;
+    for (const w of words) {
+      let hit = false;
+      if (name.includes(w)) { s += 10; hit = true; }
+      if (c.r.includes(w) || SYNONYMS.get(w) === c.r) { s += 8; hit = true; }
+      if (other.includes(w)) { s += 4; hit = true; }
+      if (hit) matched++;
+    }
+    if (s === 0 || (s < 30 && matched * 2 < words.length)) return 0;
+    if (INTERACTIVE.has(c.r) || c.el.tabIndex >= 0) s += 3;
+    return s;
+  };
+
+  return function run(op, arg, state) {
+    S = state;
+    if (op === 'id') return Number(idOf(this));
+    if (op === 'get') {
+      const r = S.els.get(arg);
+      if (!r) return 'unknown';
+      const el = r.deref();
+      return el && el.isConnected ? el : 'stale';
+    }
+    if (op === 'closed') { S.closed.set(arg, this); S.closedAny = true; return true; }
+    if (op === 'hosts') {
+      const out = S.pending || [];
+      S.pending = [];
+      return out;
+    }
+    S.pending = [];
+    prefix = arg.prefix;
+    lines = [];
+    frames = [];
+    regions = [];
+    vh = innerHeight;
+    margin = vh * (arg.near || 1);
+    finding = op === 'find';
+    const base = document.baseURI;
+    origin = base.startsWith('http') ? new URL(base).origin : null;
+    found = [];
+    interactive = !finding && !!arg.interactive;
+    depth = finding ? Infinity : arg.depth;
+    if (finding) {
+      if (document.body) walk(document.body, 0, '', false, null);
+      const query = String(arg.query).toLowerCase().trim();
+      const words = query.split(/[^\p{L}\p{N}]+/u).filter((w) => w && !STOP.has(w));
+      const hits = [];
+      for (const c of found) {
+        const s = score(c, query, words);
+        if (s) hits.push([s, c]);
+      }
+      hits.sort((a, b) => b[0] - a[0] || a[1].order - b[1].order);
+      const out = [];
+      for (const [s, c] of hits.slice(0, arg.max)) {
+        const shown = c.nm || (c.text ? squash(c.text) : '');
+        let point = null;
+        for (const b of c.el.getClientRects()) {
+          if (b.width > 0 && b.height > 0) { point = [b.left + b.width / 2, b.top + b.height / 2]; break; }
+        }
+        out.push({ line: '[' + prefix + idOf(c.el) + '] ' + c.r + (shown ? ' "' + clip(shown, 120) + '"' : ''), score: s, point });
+      }
+      found = [];
+      return { matches: out, total: hits.length, hosts: S.pending.length };
+    }
+    let level = arg.level || 0;
+    let root = arg.root;
+    if (root) {
+      const r = S.els.get(root);
+      const el = r && r.deref();
+      if (!el || !el.isConnected) return { stale: true };
+      if (el.nodeType === 9) root = null;
+      else walk(el, level, '', false, null);
+    }
+    if (!root) {
+      if (!interactive) {
+        lines.push(pad(level) + 'document' + (document.title ? ' "' + clip(document.title, 300) + '"' : '') +
+          ' [' + prefix + idOf(document) + ']');
+        level += 1;
+      }
+      if (document.body) walk(document.body, level, '', false, null);
+    }
+    const text = lines.join('\n');
+    lines = [];
+    return { text, frames, regions, hosts: S.pending.length, viewport: [Math.round(innerWidth), Math.round(innerHeight)] };
+  };
 }
 }

@@ -77,7 +77,11 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
     for u in &unreadable {
         out.push_str(&format!("(not read: {u})\n"));
     }
-    let (vw, vh) = viewport(tab).await?;
+    // The walk of the main document measured the viewport already.
+    let (vw, vh) = match top.viewport {
+        Some(v) if top.doc.as_ref() == Some(&frames[0]) => v,
+        _ => viewport(tab).await?,
+    };
     let size = out.chars().count();
     let result = if size > max_chars {
         Err(too_big(&regions, size, max_chars, depth))
@@ -104,6 +108,9 @@ struct Rendered {
     /// Elements that may host a closed shadow root, to be asked about.
     #[serde(default)]
     hosts: u32,
+    /// The frame's viewport (innerWidth, innerHeight).
+    #[serde(default)]
+    viewport: Option<(i64, i64)>,
     #[serde(skip)]
     doc: Option<Doc>,
     #[serde(skip)]
@@ -275,7 +282,7 @@ fn attribute<'a>(node: &'a Value, name: &str) -> Option<&'a str> {
 /// Closed shadow roots are out of the page's reach; the debugger finds them. Candidates the walk
 /// found (elements that may host one, not checked before) are asked for their shadow roots once;
 /// those found are handed to the world. Returns whether any was found.
-async fn attach_closed_roots(tab: &Target, context: i64) -> Result<bool, String> {
+pub(crate) async fn attach_closed_roots(tab: &Target, context: i64) -> Result<bool, String> {
     let hosts = refs::call_world(tab, context, None, "hosts", Value::Null, false).await?;
     let Some(array) = hosts.get("objectId").and_then(Value::as_str) else {
         return Ok(false);
