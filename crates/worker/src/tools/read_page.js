@@ -307,21 +307,25 @@ function make() {
   // States and attributes worth showing after the ref.
   const state = (el, tag, r, nm, attrs) => {
     let out = '';
-    if (!FORM_TAGS.has(tag) && !LEAF_FIELDS.has(r) && !CHECKABLE.has(r) && r !== 'heading' &&
-        r !== 'link' && !(attrs && hasState(el))) {
+    // ARIA states are read only from elements that have some.
+    const stated = attrs && hasState(el);
+    const form = FORM_TAGS.has(tag);
+    if (!form && !LEAF_FIELDS.has(r) && !CHECKABLE.has(r) && r !== 'heading' && r !== 'link' && !stated) {
       return out;
     }
-    const aria = (a) => (attrs ? el.getAttribute(a) : null);
+    const aria = (a) => (stated ? el.getAttribute(a) : null);
     if (r === 'link' && (tag === 'a' || tag === 'area')) out += ' href="' + clip(href(el), 200) + '"';
     if (tag === 'input' && !PLAIN_TYPES.has(el.type)) out += ' type=' + el.type;
     let value = '';
     if (tag === 'select') { const o = el.selectedOptions[0]; value = o ? o.label : ''; }
     else if (tag === 'textarea' || (tag === 'input' && LEAF_FIELDS.has(r))) value = el.type === 'password' ? '' : el.value;
-    else if (attrs && el.hasAttribute('aria-valuenow')) value = el.getAttribute('aria-valuetext') || el.getAttribute('aria-valuenow');
+    else if (stated && el.hasAttribute('aria-valuenow')) value = el.getAttribute('aria-valuetext') || el.getAttribute('aria-valuenow');
     if (value && value !== nm) out += ' value="' + clip(value, 200) + '"';
-    if (attrs) {
-      const ph = (tag === 'input' || tag === 'textarea') && el.getAttribute('placeholder');
+    if (attrs && (tag === 'input' || tag === 'textarea')) {
+      const ph = el.getAttribute('placeholder');
       if (ph && ph !== nm) out += ' placeholder="' + clip(ph, 100) + '"';
+    }
+    if (stated) {
       const d = el.getAttribute('aria-describedby');
       const desc = d ? squash(byIds(el, d)) : '';
       if (desc && desc !== nm) out += ' description="' + clip(desc, 200) + '"';
@@ -341,9 +345,9 @@ function make() {
     if (tag === 'select' && r === 'combobox') expanded = 'false';
     if (expanded === 'true') out += ' expanded';
     else if (expanded !== null) out += ' expanded=false';
-    if (el.disabled || aria('aria-disabled') === 'true') out += ' disabled';
-    if (el.required || aria('aria-required') === 'true') out += ' required';
-    if ((el.readOnly && (tag === 'input' || tag === 'textarea')) || aria('aria-readonly') === 'true') out += ' readonly';
+    if ((form && el.disabled) || aria('aria-disabled') === 'true') out += ' disabled';
+    if ((form && el.required) || aria('aria-required') === 'true') out += ' required';
+    if (((tag === 'input' || tag === 'textarea') && el.readOnly) || aria('aria-readonly') === 'true') out += ' readonly';
     if (aria('aria-invalid') === 'true') out += ' invalid';
     const current = aria('aria-current');
     if (current && current !== 'false') out += current === 'true' ? ' current' : ' current=' + current;
