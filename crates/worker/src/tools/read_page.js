@@ -91,6 +91,7 @@ function make() {
   const pad = (n) => PADS[n] || (PADS[n] = ' '.repeat(n));
 
   // Per-call state, set by `run`.
+  let labelled = new Map();
   let S, interactive, depth, prefix, lines, frames, regions, vh, margin, finding, found;
 
   const idOf = (el) => {
@@ -249,6 +250,17 @@ function make() {
     }
     return s;
   };
+  // Whether the element's document or shadow root has labels at all (asked once per root and
+  // walk): `el.labels` makes a live list, too dear to ask of every control of a long page.
+  const hasLabels = (el) => {
+    const root = el.getRootNode();
+    let has = labelled.get(root);
+    if (has === undefined) {
+      has = !!(root.querySelector && root.querySelector('label'));
+      labelled.set(root, has);
+    }
+    return has;
+  };
   // The text a label gives its control: its content without the control itself.
   const labelText = (label, control) => {
     let s = '';
@@ -277,7 +289,7 @@ function make() {
       }
       if (type === 'image') return el.getAttribute('alt') || el.value || 'Submit';
     }
-    if (FORM_TAGS.has(tag) || tag === 'meter' || tag === 'progress' || tag === 'output') {
+    if ((FORM_TAGS.has(tag) || tag === 'meter' || tag === 'progress' || tag === 'output') && hasLabels(el)) {
       const labels = el.labels;
       if (labels && labels.length) {
         for (const l of labels) n += ' ' + labelText(l, el);
@@ -623,6 +635,7 @@ function make() {
       return out;
     }
     S.pending = [];
+    labelled = new Map();
     prefix = arg.prefix;
     lines = [];
     frames = [];
