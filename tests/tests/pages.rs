@@ -980,3 +980,67 @@ async fn roles_and_names_agree_with_chrome() -> Result<()> {
     assert!(rate >= 0.95, "{:.3}:\n{}", rate, differences.join("\n"));
     Ok(())
 }
+
+#[tokio::test]
+async fn find_points_land_on_their_elements_in_frames() -> Result<()> {
+    let (fixtures, backend, _browser, tab) = connected().await?;
+    let url = format!(
+        "{}?cross={}",
+        fixtures.url("frames.html"),
+        fixtures.url("frame.html?name=Other")
+    );
+    open(&backend, tab, &url).await?;
+    for _ in 0..50 {
+        let t = backend.text("read_page", json!({"tabId": tab})).await?;
+        if t.contains("Other frame heading") && t.contains("Same frame heading") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let found = backend
+        .text("find", json!({"tabId": tab, "query": "frame field"}))
+        .await?;
+    let fields: Vec<&str> = found
+        .lines()
+        .filter(|l| l.contains("textbox \"Frame field\""))
+        .collect();
+    assert_eq!(fields.len(), 2, "{found}");
+    // Each point is inside its own frame: the page sees its <iframe> there, and the same-origin
+    // frame sees its field at that point of its own viewport.
+    let mut frames = Vec::new();
+    for line in fields {
+        let (x, y) = point(line);
+        let frame = js(
+            &backend,
+            tab,
+            &format!("document.elementFromPoint({x}, {y}).id"),
+        )
+        .await?;
+        if frame == "same" {
+            let inside = js(
+                &backend,
+                tab,
+                &format!("const f = document.getElementById('same'); const r = f.getBoundingClientRect(); f.contentDocument.elementFromPoint({x} - r.left - f.clientLeft, {y} - r.top - f.clientTop).id"),
+            )
+            .await?;
+            assert_eq!(inside, "field", "{line}");
+        }
+        frames.push(frame);
+        backend
+            .text(
+                "form_input",
+                json!({"tabId": tab, "ref": ref_of(line, "Frame field"), "value": "found"}),
+            )
+            .await?;
+    }
+    frames.sort();
+    assert_eq!(frames, ["cross", "same"]);
+    let value = js(
+        &backend,
+        tab,
+        "document.getElementById('same').contentDocument.getElementById('field').value",
+    )
+    .await?;
+    assert_eq!(value, "found");
+    Ok(())
+}

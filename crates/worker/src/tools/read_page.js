@@ -91,6 +91,7 @@ function make() {
   const pad = (n) => PADS[n] || (PADS[n] = ' '.repeat(n));
 
   // Per-call state, set by `run`.
+  let labelled = new Map();
   let S, interactive, depth, prefix, lines, frames, regions, vh, margin, finding, found;
 
   const idOf = (el) => {
@@ -249,6 +250,17 @@ function make() {
     }
     return s;
   };
+  // Whether the element's document or shadow root has labels at all (asked once per root and
+  // walk): `el.labels` makes a live list, too dear to ask of every control of a long page.
+  const hasLabels = (el) => {
+    const root = el.getRootNode();
+    let has = labelled.get(root);
+    if (has === undefined) {
+      has = !!(root.querySelector && root.querySelector('label'));
+      labelled.set(root, has);
+    }
+    return has;
+  };
   // The text a label gives its control: its content without the control itself.
   const labelText = (label, control) => {
     let s = '';
@@ -277,7 +289,7 @@ function make() {
       }
       if (type === 'image') return el.getAttribute('alt') || el.value || 'Submit';
     }
-    if (FORM_TAGS.has(tag) || tag === 'meter' || tag === 'progress' || tag === 'output') {
+    if ((FORM_TAGS.has(tag) || tag === 'meter' || tag === 'progress' || tag === 'output') && hasLabels(el)) {
       const labels = el.labels;
       if (labels && labels.length) {
         for (const l of labels) n += ' ' + labelText(l, el);
@@ -307,21 +319,25 @@ function make() {
   // States and attributes worth showing after the ref.
   const state = (el, tag, r, nm, attrs) => {
     let out = '';
-    if (!FORM_TAGS.has(tag) && !LEAF_FIELDS.has(r) && !CHECKABLE.has(r) && r !== 'heading' &&
-        r !== 'link' && !(attrs && hasState(el))) {
+    // ARIA states are read only from elements that have some.
+    const stated = attrs && hasState(el);
+    const form = FORM_TAGS.has(tag);
+    if (!form && !LEAF_FIELDS.has(r) && !CHECKABLE.has(r) && r !== 'heading' && r !== 'link' && !stated) {
       return out;
     }
-    const aria = (a) => (attrs ? el.getAttribute(a) : null);
+    const aria = (a) => (stated ? el.getAttribute(a) : null);
     if (r === 'link' && (tag === 'a' || tag === 'area')) out += ' href="' + clip(href(el), 200) + '"';
     if (tag === 'input' && !PLAIN_TYPES.has(el.type)) out += ' type=' + el.type;
     let value = '';
     if (tag === 'select') { const o = el.selectedOptions[0]; value = o ? o.label : ''; }
     else if (tag === 'textarea' || (tag === 'input' && LEAF_FIELDS.has(r))) value = el.type === 'password' ? '' : el.value;
-    else if (attrs && el.hasAttribute('aria-valuenow')) value = el.getAttribute('aria-valuetext') || el.getAttribute('aria-valuenow');
+    else if (stated && el.hasAttribute('aria-valuenow')) value = el.getAttribute('aria-valuetext') || el.getAttribute('aria-valuenow');
     if (value && value !== nm) out += ' value="' + clip(value, 200) + '"';
-    if (attrs) {
-      const ph = (tag === 'input' || tag === 'textarea') && el.getAttribute('placeholder');
+    if (attrs && (tag === 'input' || tag === 'textarea')) {
+      const ph = el.getAttribute('placeholder');
       if (ph && ph !== nm) out += ' placeholder="' + clip(ph, 100) + '"';
+    }
+    if (stated) {
       const d = el.getAttribute('aria-describedby');
       const desc = d ? squash(byIds(el, d)) : '';
       if (desc && desc !== nm) out += ' description="' + clip(desc, 200) + '"';
@@ -341,9 +357,9 @@ function make() {
     if (tag === 'select' && r === 'combobox') expanded = 'false';
     if (expanded === 'true') out += ' expanded';
     else if (expanded !== null) out += ' expanded=false';
-    if (el.disabled || aria('aria-disabled') === 'true') out += ' disabled';
-    if (el.required || aria('aria-required') === 'true') out += ' required';
-    if ((el.readOnly && (tag === 'input' || tag === 'textarea')) || aria('aria-readonly') === 'true') out += ' readonly';
+    if ((form && el.disabled) || aria('aria-disabled') === 'true') out += ' disabled';
+    if ((form && el.required) || aria('aria-required') === 'true') out += ' required';
+    if (((tag === 'input' || tag === 'textarea') && el.readOnly) || aria('aria-readonly') === 'true') out += ' readonly';
     if (aria('aria-invalid') === 'true') out += ' invalid';
     const current = aria('aria-current');
     if (current && current !== 'false') out += current === 'true' ? ' current' : ' current=' + current;
@@ -619,6 +635,7 @@ function make() {
       return out;
     }
     S.pending = [];
+    labelled = new Map();
     prefix = arg.prefix;
     lines = [];
     frames = [];
