@@ -1,5 +1,5 @@
-//! A virtual X display (Xvfb) for tests that need a real, headful browser window: headless
-//! Chromium keeps its viewport when its window is resized, a windowed one does not.
+//! A virtual X display (Xvfb) for tests that need a real, headful browser window (what a person
+//! runs: window-manager sizes, Chrome's debugging bar), beside the headless ones.
 
 use crate::{Error, Result};
 use std::path::Path;

@@ -58,10 +58,22 @@ pub async fn connected() -> Result<(FixtureServer, Backend, Browser)> {
 
 /// [`connected`] over `transport` ("websocket", "sse-http", "http-poll", "http-short-poll").
 pub async fn connected_over(transport: &str) -> Result<(FixtureServer, Backend, Browser)> {
+    launched(BrowserOptions::default(), transport).await
+}
+
+/// [`connected`] with browser options of the test's own (device scale, window size, display).
+pub async fn connected_with(opts: BrowserOptions) -> Result<(FixtureServer, Backend, Browser)> {
+    launched(opts, "websocket").await
+}
+
+async fn launched(
+    opts: BrowserOptions,
+    transport: &str,
+) -> Result<(FixtureServer, Backend, Browser)> {
     init();
     let fixtures = FixtureServer::start();
     let backend = Backend::start().await?;
-    let browser = Browser::launch(BrowserOptions::default()).await?;
+    let browser = Browser::launch(opts).await?;
     connect(&browser, &backend, transport).await?;
     Ok((fixtures, backend, browser))
 }

@@ -7,22 +7,9 @@ use browser_operator_e2e::{images, Backend, Browser, BrowserOptions, FixtureServ
 use serde_json::{json, Value};
 use std::time::Duration;
 
-const CONNECT: Duration = Duration::from_secs(20);
-
 async fn connected(opts: BrowserOptions) -> Result<(FixtureServer, Backend, Browser, i64)> {
-    browser_operator_e2e::init();
-    let fixtures = FixtureServer::start();
-    let backend = Backend::start().await?;
-    let browser = Browser::launch(opts).await?;
-    browser
-        .configure_extension(&backend.ws_url(), backend.token(), None)
-        .await?;
-    backend.wait_browsers(1, CONNECT).await?;
-    browser.wait_status("connected", CONNECT).await?;
-    let ctx = backend
-        .text("tabs_context_mcp", json!({"createIfEmpty": true}))
-        .await?;
-    let tab = context_tabs(&ctx)[0];
+    let (fixtures, backend, browser) = browser_operator_e2e::connected_with(opts).await?;
+    let (tab, _) = backend.first_tab().await?;
     Ok((fixtures, backend, browser, tab))
 }
 

@@ -5,28 +5,14 @@
 //! Chromium puts the frame in another renderer process (checked through the harness's own CDP
 //! connection: the frame is a target of its own).
 
-use browser_operator_e2e::{Backend, Browser, BrowserOptions, FixtureServer, Result};
+use browser_operator_e2e::{Backend, Browser, FixtureServer, Result};
 use serde_json::{json, Value};
 use std::time::Duration;
 
-const CONNECT: Duration = Duration::from_secs(20);
-
 async fn connected() -> Result<(FixtureServer, FixtureServer, Backend, Browser, i64)> {
-    browser_operator_e2e::init();
-    let fixtures = FixtureServer::start();
+    let (fixtures, backend, browser) = browser_operator_e2e::connected().await?;
     let other = FixtureServer::start();
-    let backend = Backend::start().await?;
-    let browser = Browser::launch(BrowserOptions::default()).await?;
-    browser
-        .configure_extension(&backend.ws_url(), backend.token(), None)
-        .await?;
-    backend.wait_browsers(1, CONNECT).await?;
-    browser.wait_status("connected", CONNECT).await?;
-    let ctx = backend
-        .text("tabs_context_mcp", json!({"createIfEmpty": true}))
-        .await?;
-    let ctx: Value = serde_json::from_str(ctx.lines().next().unwrap_or("")).expect("JSON line");
-    let tab = ctx["availableTabs"][0]["tabId"].as_i64().expect("a tab");
+    let (tab, _) = backend.first_tab().await?;
     Ok((fixtures, other, backend, browser, tab))
 }
 

@@ -6,18 +6,13 @@
 //!
 //! Run: `./build.sh build && cargo run --release -p browser-operator-e2e --bin bench_frames`
 
-use browser_operator_e2e::{Backend, Browser, BrowserOptions, FixtureServer, Result};
-use serde_json::{json, Value};
+use browser_operator_e2e::{median, Result};
+use serde_json::json;
 use std::time::{Duration, Instant};
 
 const ROUNDS: usize = 3;
 const PER_ROUND: usize = 5;
 const RUNS: usize = ROUNDS * PER_ROUND;
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
-}
 
 fn encode(s: &str) -> String {
     s.bytes()
@@ -31,28 +26,10 @@ fn encode(s: &str) -> String {
         .collect()
 }
 
-async fn tab(backend: &Backend) -> Result<i64> {
-    let out = backend
-        .text("tabs_context_mcp", json!({"createIfEmpty": true}))
-        .await?;
-    let v: Value = serde_json::from_str(out.lines().next().unwrap_or("")).unwrap_or(Value::Null);
-    Ok(v["availableTabs"][0]["tabId"].as_i64().expect("a tab id"))
-}
-
 #[tokio::main]
 async fn main() -> Result<()> {
-    browser_operator_e2e::init();
-    let fixtures = FixtureServer::start();
-    let other = FixtureServer::start();
-    let backend = Backend::start().await?;
-    let browser = Browser::launch(BrowserOptions::default()).await?;
-    browser
-        .configure_extension(&backend.ws_url(), backend.token(), None)
-        .await?;
-    backend.wait_browsers(1, Duration::from_secs(20)).await?;
-    browser
-        .wait_status("connected", Duration::from_secs(20))
-        .await?;
+    let (fixtures, backend, browser) = browser_operator_e2e::connected().await?;
+    let other = browser_operator_e2e::FixtureServer::start();
     let same = other.url("site-frame.html?name=Same");
     let cross = same
         .replace("127.0.0.1", "localhost")
@@ -68,7 +45,7 @@ async fn main() -> Result<()> {
             format!("{}?src={}", fixtures.url("oopif.html"), encode(&cross)),
         ),
     ];
-    let t = tab(&backend).await?;
+    let (t, _) = backend.first_tab().await?;
     let mut read: Vec<Vec<Duration>> = vec![Vec::new(); 3];
     let mut click: Vec<Vec<Duration>> = vec![Vec::new(); 3];
     // Rounds over the three pages in one (active) tab: each page loaded, waited for, read once

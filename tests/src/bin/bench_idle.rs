@@ -5,39 +5,20 @@
 //!
 //! Run: `./build.sh build && cargo run --release -p browser-operator-e2e --bin bench_idle`
 
-use browser_operator_e2e::{Backend, Browser, BrowserOptions, FixtureServer, Result};
-use serde_json::{json, Value};
+use browser_operator_e2e::{median, Result};
+use serde_json::json;
 use std::time::{Duration, Instant};
 
 const RUNS: usize = 9;
 
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
-}
-
 #[tokio::main]
 async fn main() -> Result<()> {
-    browser_operator_e2e::init();
-    let fixtures = FixtureServer::start();
-    let backend = Backend::start().await?;
-    let browser = Browser::launch(BrowserOptions::default()).await?;
-    browser
-        .configure_extension(&backend.ws_url(), backend.token(), None)
-        .await?;
-    backend.wait_browsers(1, Duration::from_secs(20)).await?;
-    browser
-        .wait_status("connected", Duration::from_secs(20))
-        .await?;
+    let (fixtures, backend, browser) = browser_operator_e2e::connected().await?;
     let worker = browser.worker().await?;
     worker
         .eval("chrome.storage.local.set({debuggerIdleSeconds: 1}).then(() => 1)")
         .await?;
-    let ctx = backend
-        .text("tabs_context_mcp", json!({"createIfEmpty": true}))
-        .await?;
-    let ctx: Value = serde_json::from_str(ctx.lines().next().unwrap_or("")).expect("JSON");
-    let tab = ctx["availableTabs"][0]["tabId"].as_i64().expect("tab");
+    let (tab, _) = backend.first_tab().await?;
     let url = fixtures.url("console.html");
     backend
         .text("navigate", json!({"tabId": tab, "url": url}))
