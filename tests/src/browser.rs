@@ -802,6 +802,16 @@ impl Session {
             .unwrap_or(Value::Null))
     }
 
+    /// On the extension's worker: the idle period after which group tabs are detached, in
+    /// seconds (the Options page offers whole minutes; tests use seconds).
+    pub async fn set_idle_seconds(&self, seconds: u32) -> Result<()> {
+        self.eval(&format!(
+            "chrome.storage.local.set({{debuggerIdleSeconds: {seconds}}}).then(() => 1)"
+        ))
+        .await
+        .map(drop)
+    }
+
     /// Detach from the target (a detached service worker may then be stopped when idle).
     pub async fn detach(self) -> Result<()> {
         self.cdp

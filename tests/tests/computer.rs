@@ -634,9 +634,7 @@ async fn idle_tabs_are_detached_and_recording_stays_coherent() -> Result<()> {
         .await?;
     assert_eq!(stored, json!(420));
     // Seconds for the test (the Options page offers whole minutes only).
-    worker
-        .eval("chrome.storage.local.set({debuggerIdleSeconds: 2}).then(() => 1)")
-        .await?;
+    worker.set_idle_seconds(2).await?;
 
     backend
         .text(
@@ -832,9 +830,7 @@ async fn resize_window_moves_the_viewport_in_a_real_window() -> Result<()> {
     // is attached: the tab's content area grows once the idle tab is detached (Chrome closes
     // the bar a few seconds after the last detach) and shrinks when a command attaches again.
     let worker = browser.worker().await?;
-    worker
-        .eval("chrome.storage.local.set({debuggerIdleSeconds: 2}).then(() => 1)")
-        .await?;
+    worker.set_idle_seconds(2).await?;
     let content_height = || async {
         worker
             .eval(&format!("chrome.tabs.get({tab}).then((t) => t.height)"))
@@ -882,9 +878,7 @@ async fn resize_window_moves_the_viewport_in_a_real_window() -> Result<()> {
 async fn an_attached_tab_is_detached_after_a_worker_restart() -> Result<()> {
     let (fixtures, backend, browser, tab) = connected(BrowserOptions::default()).await?;
     let worker = browser.worker().await?;
-    worker
-        .eval("chrome.storage.local.set({debuggerIdleSeconds: 3}).then(() => 1)")
-        .await?;
+    worker.set_idle_seconds(3).await?;
     backend
         .text(
             "navigate",
@@ -944,9 +938,7 @@ async fn a_download_in_progress_keeps_the_tab_attached() -> Result<()> {
         let _ = conn.write_all(&body[1000..]);
     });
     let worker = browser.worker().await?;
-    worker
-        .eval("chrome.storage.local.set({debuggerIdleSeconds: 2}).then(() => 1)")
-        .await?;
+    worker.set_idle_seconds(2).await?;
     backend
         .text(
             "navigate",

@@ -513,7 +513,9 @@ mod tests {
             ..d("F", "L2")
         };
         assert_eq!(table.assign(&in_child), b);
-        assert!(!serde_json::to_string(&table).unwrap().contains("\"S\""));
+        assert!(!serde_json::to_string(&table)
+            .expect("the table serializes")
+            .contains("\"S\""));
     }
 
     #[test]

@@ -15,9 +15,7 @@ const RUNS: usize = 9;
 async fn main() -> Result<()> {
     let (fixtures, backend, browser) = browser_operator_e2e::connected().await?;
     let worker = browser.worker().await?;
-    worker
-        .eval("chrome.storage.local.set({debuggerIdleSeconds: 1}).then(() => 1)")
-        .await?;
+    worker.set_idle_seconds(1).await?;
     let (tab, _) = backend.first_tab().await?;
     let url = fixtures.url("console.html");
     backend
