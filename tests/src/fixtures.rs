@@ -168,6 +168,20 @@ fn resolve(root: &Path, target: &str) -> Option<PathBuf> {
     file.is_file().then_some(file)
 }
 
+/// `s` fit to stand in a URL's query (every byte but the unreserved ones percent-encoded): a
+/// fixture page's URL passed to another fixture page.
+pub fn percent_encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
 fn percent_decode(s: &str) -> Option<String> {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());

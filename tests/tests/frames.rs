@@ -5,7 +5,7 @@
 //! Chromium puts the frame in another renderer process (checked through the harness's own CDP
 //! connection: the frame is a target of its own).
 
-use browser_operator_e2e::{Backend, Browser, FixtureServer, Result};
+use browser_operator_e2e::{percent_encode, Backend, Browser, FixtureServer, Result};
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -21,18 +21,6 @@ fn other_site(server: &FixtureServer, path: &str) -> String {
     server.url(path).replace("127.0.0.1", "localhost")
 }
 
-fn encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
-}
-
 /// Opens oopif.html with `frame_url` in its iframe and waits until read_page shows `expect`.
 async fn open_with_frame(
     fixtures: &FixtureServer,
@@ -41,7 +29,11 @@ async fn open_with_frame(
     frame_url: &str,
     expect: &str,
 ) -> Result<String> {
-    let url = format!("{}?src={}", fixtures.url("oopif.html"), encode(frame_url));
+    let url = format!(
+        "{}?src={}",
+        fixtures.url("oopif.html"),
+        percent_encode(frame_url)
+    );
     let nav = backend
         .text("navigate", json!({"tabId": tab, "url": url}))
         .await?;
@@ -339,7 +331,7 @@ async fn frames_nested_across_sites_are_read_and_acted_on() -> Result<()> {
     let middle = format!(
         "{}&inner={}",
         other_site(&other, "site-frame.html?name=Middle"),
-        encode(&inner)
+        percent_encode(&inner)
     );
     let tree = open_with_frame(&fixtures, &backend, tab, &middle, "Inner site heading").await?;
     let inner_part = format!("{}/site-frame.html?name=Inner", fixtures.addr());

@@ -377,31 +377,18 @@ async fn run(gen: u64) {
         }
         match ended {
             Ended::Stopped => return,
-            Ended::Unauthorized(reason) => {
+            Ended::Unauthorized(ref reason) | Ended::Disconnected(ref reason) => {
                 let why = if reason.is_empty() {
                     String::new()
                 } else {
                     format!(" ({reason})")
                 };
-                stop_for_good(
-                    &config,
-                    format!("The server rejected the token{why}. It was cleared: paste a new token and click Save & connect."),
-                )
-                .await;
-                with(|s| s.running = false);
-                return;
-            }
-            Ended::Disconnected(reason) => {
-                let why = if reason.is_empty() {
-                    String::new()
+                let message = if matches!(ended, Ended::Unauthorized(_)) {
+                    format!("The server rejected the token{why}. It was cleared: paste a new token and click Save & connect.")
                 } else {
-                    format!(" ({reason})")
+                    format!("The server disconnected this browser{why}. Its token was cleared: paste a new token and click Save & connect.")
                 };
-                stop_for_good(
-                    &config,
-                    format!("The server disconnected this browser{why}. Its token was cleared: paste a new token and click Save & connect."),
-                )
-                .await;
+                stop_for_good(&config, message).await;
                 with(|s| s.running = false);
                 return;
             }

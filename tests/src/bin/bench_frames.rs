@@ -6,25 +6,13 @@
 //!
 //! Run: `./build.sh build && cargo run --release -p browser-operator-e2e --bin bench_frames`
 
-use browser_operator_e2e::{median, Result};
+use browser_operator_e2e::{median, percent_encode, Result};
 use serde_json::json;
 use std::time::{Duration, Instant};
 
 const ROUNDS: usize = 3;
 const PER_ROUND: usize = 5;
 const RUNS: usize = ROUNDS * PER_ROUND;
-
-fn encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
-}
 
 #[tokio::main]
 async fn main() -> Result<()> {
@@ -38,11 +26,19 @@ async fn main() -> Result<()> {
         ("no frame", fixtures.url("oopif.html")),
         (
             "same-site frame",
-            format!("{}?src={}", fixtures.url("oopif.html"), encode(&same)),
+            format!(
+                "{}?src={}",
+                fixtures.url("oopif.html"),
+                percent_encode(&same)
+            ),
         ),
         (
             "other-site frame",
-            format!("{}?src={}", fixtures.url("oopif.html"), encode(&cross)),
+            format!(
+                "{}?src={}",
+                fixtures.url("oopif.html"),
+                percent_encode(&cross)
+            ),
         ),
     ];
     let (t, _) = backend.first_tab().await?;
