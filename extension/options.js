@@ -33,6 +33,8 @@ async function allowServer(url) {
 }
 const LABELS = { disconnected: "Disconnected", connecting: "Connecting", connected: "Connected", error: "Error" };
 
+let statusChanged = false;
+
 function showStatus(status) {
   if (!status) return;
   const el = $("status");
@@ -74,7 +76,8 @@ async function load() {
   $("product").textContent = state.productName;
   $("group-title").textContent = state.groupTitle;
   document.title = `${state.productName} — Options`;
-  showStatus(state.status);
+  // A change seen while getState was in flight is newer than its snapshot.
+  if (!statusChanged) showStatus(state.status);
   if (state.settings) $("idleMinutes").value = String(state.settings.idleMinutes);
   document.body.dataset.ready = "true";
 }

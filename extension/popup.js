@@ -4,6 +4,8 @@ const $ = (id) => document.getElementById(id);
 const LABELS = { disconnected: "Disconnected", connecting: "Connecting", connected: "Connected", error: "Error" };
 const TRANSPORTS = { websocket: "WebSocket", "sse-http": "SSE + HTTP", "http-poll": "HTTP long polling", "http-short-poll": "HTTP short polling" };
 
+let statusChanged = false;
+
 function showStatus(status) {
   if (!status) return;
   $("status").dataset.state = status.state;
@@ -36,7 +38,8 @@ async function load() {
   ]);
   $("product").textContent = state.productName;
   document.title = state.productName;
-  showStatus(state.status);
+  // A change seen while getState was in flight is newer than its snapshot.
+  if (!statusChanged) showStatus(state.status);
   const target = state.config?.target;
   $("target-line").hidden = !target;
   $("target").textContent = target ?? "";
@@ -82,7 +85,10 @@ $("disconnect").addEventListener("click", () => chrome.runtime.sendMessage({ typ
 
 chrome.storage.onChanged.addListener((changes, area) => {
   if (area !== "session") return;
-  if (changes.status) showStatus(changes.status.newValue);
+  if (changes.status) {
+    statusChanged = true;
+    showStatus(changes.status.newValue);
+  }
   if (changes.pairOffer) chrome.runtime.sendMessage({ type: "getOffer" }).then(({ offer }) => showOffer(offer));
 });
 
