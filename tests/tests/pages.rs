@@ -1030,3 +1030,66 @@ async fn find_points_land_on_their_elements_in_frames() -> Result<()> {
     assert_eq!(value, "found");
     Ok(())
 }
+
+/// A page keeps its last whole tree and gives it again while nothing it was made from changed:
+/// every kind of change still shows in the next read_page, those no DOM mutation reports
+/// included (a value or checkedness set by script, a selection, a style sheet edited through
+/// the CSSOM, a shadow root a custom element attaches on upgrade, text inside a shadow root).
+#[tokio::test]
+async fn every_change_shows_in_the_next_read_page() -> Result<()> {
+    let (fixtures, backend, browser, tab) = connected().await?;
+    open(&backend, tab, &fixtures.url("changes.html")).await?;
+    let read = || backend.text("read_page", json!({"tabId": tab}));
+    let first = read().await?;
+    assert!(!first.contains("Menu item"), "{first}");
+    assert!(
+        line_with(&first, "textbox \"Name\"")
+            .find("value=")
+            .is_none(),
+        "{first}"
+    );
+    // Nothing changed: the same text, refs and all.
+    assert_eq!(read().await?, first);
+
+    let steps: [(&str, fn(&str) -> bool); 7] = [
+        ("value", |t| {
+            line_with(t, "textbox \"Name\"").contains("value=\"Ada\"")
+        }),
+        ("checked", |t| {
+            line_with(t, "checkbox \"Agree\"").contains(" checked")
+                && !line_with(t, "checkbox \"Agree\"").contains("checked=false")
+        }),
+        ("selected", |t| {
+            line_with(t, "combobox \"Size\"").contains("value=\"Large\"")
+        }),
+        ("css", |t| t.contains("button \"Menu item\"")),
+        ("upgrade", |t| {
+            t.contains("button \"Late shadow button\"") && !t.contains("Light text")
+        }),
+        ("shadowText", |t| {
+            t.contains("Shadow says two") && !t.contains("Shadow says one")
+        }),
+        ("text", |t| {
+            t.contains("Second note") && !t.contains("First note")
+        }),
+    ];
+    let mut before = first.clone();
+    for (change, shows) in steps {
+        assert!(
+            !shows(&before),
+            "{change} shows before it was made:\n{before}"
+        );
+        js(&backend, tab, &format!("changes.{change}()")).await?;
+        let after = read().await?;
+        assert!(shows(&after), "{change} does not show:\n{after}");
+        before = after;
+    }
+    // Refs stay what they were through all of it.
+    assert_eq!(ref_of(&before, "Changes"), ref_of(&first, "Changes"));
+
+    // A restarted worker has lost its copy; the page gives the whole text again.
+    browser.stop_worker().await?;
+    backend.wait_browsers(1, Duration::from_secs(60)).await?;
+    assert_eq!(read().await?, before);
+    Ok(())
+}

@@ -92,6 +92,23 @@ impl CommandResult {
             },
         }
     }
+
+    /// The bytes of its strings: about its size as JSON, without writing it (a large page's
+    /// tree takes milliseconds to write).
+    pub fn payload_len(&self) -> usize {
+        let body = match &self.outcome {
+            Outcome::Error { error } => error.len(),
+            Outcome::Result { result } => result
+                .content
+                .iter()
+                .map(|b| match b {
+                    ContentBlock::Text { text } => text.len(),
+                    ContentBlock::Image { data, mime_type } => data.len() + mime_type.len(),
+                })
+                .sum(),
+        };
+        self.command_id.len() + body
+    }
 }
 
 #[cfg(test)]
@@ -105,6 +122,15 @@ mod tests {
         let parsed: T = serde_json::from_value(v.clone()).expect("parses");
         assert_eq!(serde_json::to_value(&parsed).expect("serializes"), v);
         parsed
+    }
+
+    #[test]
+    fn payload_len_counts_the_strings_it_carries() {
+        let r = CommandResult::ok("c1", ToolResult::text("héllo"));
+        assert_eq!(r.payload_len(), 2 + 6);
+        let json_len = serde_json::to_string(&r).expect("serializes").len();
+        assert!(json_len > r.payload_len() && json_len < r.payload_len() + 100);
+        assert_eq!(CommandResult::error("c2", "no").payload_len(), 4);
     }
 
     #[test]

@@ -122,7 +122,7 @@ impl Session {
     }
 
     fn queue(&mut self, result: CommandResult) {
-        let size = serde_json::to_string(&result).map(|s| s.len()).unwrap_or(0);
+        let size = result.payload_len();
         self.outbox.push_back((result, size));
         let mut bytes: usize = self.outbox.iter().map(|(_, n)| n).sum();
         while self.outbox.len() > OUTBOX_MAX || (bytes > OUTBOX_BYTES && self.outbox.len() > 1) {
@@ -531,9 +531,7 @@ async fn run_command(cmd: Command) {
         command_id: cmd.id.clone(),
         outcome,
     };
-    let small = serde_json::to_string(&result)
-        .map(|t| t.len() < KEEP_RESULT_BYTES)
-        .unwrap_or(false);
+    let small = result.payload_len() < KEEP_RESULT_BYTES;
     with(|s| {
         if s.seen.contains_key(&cmd.id) {
             s.seen

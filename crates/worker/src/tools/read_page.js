@@ -1,8 +1,11 @@
 // The page-side walk shared by read_page and find. Runs only in the worker's isolated world
 // (Page.createIsolatedWorld), which the page cannot see: the element → id table (the ref table)
 // lives here, with the document. Called through Runtime.callFunctionOn as `fn(op, arg, version)`:
-//   "tree"    arg {depth, level, interactive, root, prefix, near}: this frame's lines, its iframes
-//             (marker lines \u0001<id>), landmark regions, and how many hosts to check
+//   "tree"    arg {depth, level, interactive, root, prefix, near, have}: this frame's lines, its
+//             iframes (marker lines \u0001<id>), landmark regions, and how many hosts to check.
+//             The whole document with every element (no root, not interactive) is kept with what
+//             it was made from; while none of that changed, the kept answer is given again (or
+//             only `same: true` when the caller holds it: `have` is its token)
 //   "find"    arg {query, prefix, max}: this frame's elements that match, best first, with points
 //   "id"      on an element (`this`): its id, assigned on first sight
 //   "get"     arg id: the element, or "unknown" / "stale"
@@ -21,6 +24,7 @@ function (op, arg, version) {
     S.closedAny = S.closedAny || S.next > 0;
     S.version = version;
     S.run = make();
+    S.cache = null;
   }
   return S.run.call(this, op, arg, S);
 
@@ -107,12 +111,22 @@ function make() {
   // Elements that can hold a shadow root: these tags and custom elements.
   const HOST_TAGS = set('div span article aside blockquote body footer header main nav p section h1 h2 h3 h4 h5 h6');
   const canHost = (tag) => HOST_TAGS.has(tag) || tag.indexOf('-') > 0;
-  const rootOf = (el) => (canHost(el.localName) && (el.shadowRoot || (S.closedAny && S.closed.get(el)))) || null;
-  // Children of an element: its shadow root's (open or closed, as found) or its own. An element
-  // with no light-DOM content that may host a shadow root is asked about once.
+  // The shadow root of a host (open or closed, as found), or null. A kept answer depends on
+  // each root (watched for changes) and on each host having none (a page may attach one later).
+  const shadowOf = (el) => {
+    const r = el.shadowRoot || (S.closedAny && S.closed.get(el)) || null;
+    if (deps) {
+      if (!r) deps.hosts.push(el);
+      else if (!S.roots.has(r)) { S.roots.add(r); S.observer.observe(r, OBSERVE); }
+    }
+    return r;
+  };
+  const rootOf = (el) => (canHost(el.localName) && shadowOf(el)) || null;
+  // Children of an element: its shadow root's or its own. An element with no light-DOM content
+  // that may host a shadow root is asked about once.
   const kids = (el, tag) => {
     if (!canHost(tag)) return el;
-    const r = el.shadowRoot || (S.closedAny && S.closed.get(el));
+    const r = shadowOf(el);
     if (r) return r;
     if (!el.firstChild && !S.checked.has(el)) {
       S.checked.add(el);
@@ -123,14 +137,60 @@ function make() {
   // The nodes a slot shows: those assigned to it, else its own.
   const slotted = (el) => {
     const a = el.assignedNodes();
+    if (deps) deps.slots.push(el, a);
     return a.length ? a : null;
   };
 
+  // What a kept answer was made from besides the DOM (which a MutationObserver watches): the
+  // visibility of each element asked, the state of each form control read, hosts without a
+  // shadow root, slots' assigned nodes. Nothing else the walk reads changes without a mutation.
+  const OBSERVE = { subtree: true, childList: true, attributes: true, characterData: true };
+  let deps = null;
+  const formState = (el) => {
+    const t = el.localName;
+    if (t === 'select') return el.selectedIndex;
+    if (t === 'option') return el.selected;
+    return el.value + (el.checked ? '\u0001' : '') + (el.indeterminate ? '\u0002' : '');
+  };
+  // Called before reading a control's value, checkedness or selection.
+  const watch = (el) => {
+    if (deps) deps.form.push(el, formState(el));
+  };
+  const forget = () => {
+    S.cache = null;
+    if (S.observer) S.observer.disconnect();
+  };
+  // Starts recording for a walk whose answer will be kept.
+  const record = () => {
+    if (!S.observer) S.observer = new MutationObserver(forget);
+    S.observer.disconnect();
+    S.roots = new WeakSet();
+    S.observer.observe(document, OBSERVE);
+    return { vis: [], form: [], hosts: [], slots: [] };
+  };
+  // Whether the kept answer is still what a walk would give.
+  const unchanged = (d) => {
+    if (S.observer.takeRecords().length) return false;
+    for (let i = 0; i < d.form.length; i += 2) if (formState(d.form[i]) !== d.form[i + 1]) return false;
+    for (const el of d.hosts) if (el.shadowRoot) return false;
+    for (let i = 0; i < d.slots.length; i += 2) {
+      const was = d.slots[i + 1];
+      const now = d.slots[i].assignedNodes();
+      if (now.length !== was.length || now.some((n, k) => n !== was[k])) return false;
+    }
+    for (let i = 0; i < d.vis.length; i += 2) if (hiddenNow(d.vis[i]) !== d.vis[i + 1]) return false;
+    return true;
+  };
+
   // Whether an element is left out as hidden: it has no box (display: none, its own or an
-  // ancestor's; content-visibility) or, when `full`, it is invisible (visibility: hidden).
+  // ancestor's; content-visibility) or it is invisible (visibility: hidden).
   const FULL = { visibilityProperty: true };
-  const hidden = (el, full) => !(full ? el.checkVisibility(FULL) : el.checkVisibility()) &&
-    getComputedStyle(el).display !== 'contents';
+  const hiddenNow = (el) => !el.checkVisibility(FULL) && getComputedStyle(el).display !== 'contents';
+  const hidden = (el) => {
+    const h = hiddenNow(el);
+    if (deps) deps.vis.push(el, h);
+    return h;
+  };
   const ariaHidden = (el) => el.hasAttributes() &&
     (el.hasAttribute('hidden') || el.getAttribute('aria-hidden') === 'true');
 
@@ -214,12 +274,13 @@ function make() {
   };
   const nameInContent = (el, budget) => {
     const tag = el.localName;
-    if (SKIP.has(tag) || ariaHidden(el) || hidden(el, true)) return '';
+    if (SKIP.has(tag) || ariaHidden(el) || hidden(el)) return '';
     if (el.hasAttributes()) {
       const l = el.getAttribute('aria-label');
       if (l && l.trim()) return ' ' + l + ' ';
     }
     if (tag === 'img' || (tag === 'input' && el.type === 'image')) return el.getAttribute('alt') || '';
+    if (tag === 'input' || tag === 'textarea' || tag === 'select') watch(el);
     if (tag === 'input') return el.type === 'checkbox' || el.type === 'radio' ? '' : el.value;
     if (tag === 'textarea') return el.value;
     if (tag === 'select') { const o = el.selectedOptions[0]; return o ? o.label : ''; }
@@ -246,7 +307,9 @@ function make() {
       const r = scope.getElementById(id);
       if (!r) continue;
       const l = r.getAttribute('aria-label');
-      s += ' ' + (l && l.trim() ? l : r.localName === 'input' || r.localName === 'textarea' ? r.value : contentOf(rootOf(r) || r, 8));
+      const field = r.localName === 'input' || r.localName === 'textarea';
+      if (field) watch(r);
+      s += ' ' + (l && l.trim() ? l : field ? r.value : contentOf(rootOf(r) || r, 8));
     }
     return s;
   };
@@ -284,6 +347,7 @@ function make() {
     }
     if (tag === 'input') {
       const type = el.type;
+      watch(el);
       if (type === 'button' || type === 'submit' || type === 'reset') {
         return el.value || (type === 'submit' ? 'Submit' : type === 'reset' ? 'Reset' : '');
       }
@@ -326,6 +390,7 @@ function make() {
       return out;
     }
     const aria = (a) => (stated ? el.getAttribute(a) : null);
+    if (tag === 'input' || tag === 'select' || tag === 'textarea' || tag === 'option') watch(el);
     if (r === 'link' && (tag === 'a' || tag === 'area')) out += ' href="' + clip(href(el), 200) + '"';
     if (tag === 'input' && !PLAIN_TYPES.has(el.type)) out += ' type=' + el.type;
     let value = '';
@@ -393,7 +458,7 @@ function make() {
         }
         if (tag === 'br') { s += ' '; continue; }
         // Without attributes it takes its visibility from the text around it (checked).
-        if (c.hasAttributes() && hidden(c, true)) continue;
+        if (c.hasAttributes() && hidden(c)) continue;
         const inner = plainText(c, budget - 1);
         if (inner === null) return null;
         s += inner;
@@ -465,7 +530,7 @@ function make() {
         }
       }
       if (labelled || editable) {
-        if (!inSel && hidden(el, true)) return;
+        if (!inSel && hidden(el)) return;
         nm = name(el, tag, r, attrs);
         if (nm && r !== 'generic') r = 'generic';
       }
@@ -474,7 +539,7 @@ function make() {
         return;
       }
     } else {
-      if (!inSel && hidden(el, true)) return;
+      if (!inSel && hidden(el)) return;
       nm = name(el, tag, r, attrs);
     }
     if (level >= depth) return;
@@ -538,7 +603,7 @@ function make() {
   // An unnamed wrapper: its children take its place.
   const wrapper = (el, tag, level, parentName, inSel, owner, focusable) => {
     const parent = kids(el, tag);
-    if (focusable && (interactive || finding) && level < depth && el.tabIndex >= 0 && !hidden(el, true)) {
+    if (focusable && (interactive || finding) && level < depth && el.tabIndex >= 0 && !hidden(el)) {
       if (finding) owner = candidate(el, 'generic', '', '', tag, true);
       else if (near(el)) line(el, 'generic', '', 0, '', tag, true);
     }
@@ -555,7 +620,7 @@ function make() {
     if (!finding && !interactive && first.nextSibling) {
       const t = plainText(parent, 4);
       if (t !== null) {
-        if (level < depth && !inSel && !hidden(el, true)) textLine(t, level, parentName);
+        if (level < depth && !inSel && !hidden(el)) textLine(t, level, parentName);
         return;
       }
     }
@@ -567,7 +632,7 @@ function make() {
       else if (t === 3) {
         const d = c.data;
         if (blank(d)) continue;
-        if (vis === 0) vis = inSel || !hidden(el, true) ? 1 : -1;
+        if (vis === 0) vis = inSel || !hidden(el) ? 1 : -1;
         if (vis > 0) text(d, level, parentName, owner);
       }
     }
@@ -628,13 +693,25 @@ function make() {
       const el = r.deref();
       return el && el.isConnected ? el : 'stale';
     }
-    if (op === 'closed') { S.closed.set(arg, this); S.closedAny = true; return true; }
+    if (op === 'closed') { S.closed.set(arg, this); S.closedAny = true; forget(); return true; }
     if (op === 'hosts') {
       const out = S.pending || [];
       S.pending = [];
       return out;
     }
     S.pending = [];
+    deps = null;
+    const viewport = [Math.round(innerWidth), Math.round(innerHeight)];
+    const key = op === 'tree' && !arg.interactive && !arg.root ? arg.depth + ' ' + (arg.level || 0) + ' ' + arg.prefix : null;
+    const kept = S.cache;
+    if (key !== null && kept && kept.key === key && unchanged(kept.deps)) {
+      if (arg.have === kept.token) return { same: true, token: kept.token, viewport };
+      return { text: kept.text, frames: kept.frames, regions: kept.regions, hosts: 0, viewport, token: kept.token };
+    }
+    if (key !== null) {
+      S.cache = null;
+      deps = record();
+    }
     labelled = new Map();
     prefix = arg.prefix;
     lines = [];
@@ -689,7 +766,17 @@ function make() {
     }
     const text = lines.join('\n');
     lines = [];
-    return { text, frames, regions, hosts: S.pending.length, viewport: [Math.round(innerWidth), Math.round(innerHeight)] };
+    const out = { text, frames, regions, hosts: S.pending.length, viewport };
+    if (deps) {
+      // Named uniquely across worlds: the worker may hold one from an earlier world.
+      S.tokens = (S.tokens || 0) + 1;
+      if (!S.born) S.born = Math.random().toString(36).slice(2);
+      const token = S.born + '.' + S.tokens;
+      S.cache = { key, token, deps, text, frames, regions };
+      out.token = token;
+      deps = null;
+    }
+    return out;
   };
 }
 }

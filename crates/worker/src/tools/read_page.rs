@@ -9,6 +9,24 @@ use crate::refs::{self, Doc};
 use protocol::ToolResult;
 use serde::Deserialize;
 use serde_json::{json, Value};
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+thread_local! {
+    /// Each document's last whole rendering (every element, from the top), by tab, frame and
+    /// load, with the page's token for it. The page keeps its own and what it was made from;
+    /// while none of that changed it answers `same` instead of sending the text again.
+    static KEPT: RefCell<HashMap<(i32, String, String), Rendered>> = RefCell::new(HashMap::new());
+}
+
+/// Forgets a closed tab's kept renderings.
+pub fn forget(tab: i32) {
+    KEPT.with(|k| k.borrow_mut().retain(|(t, _, _), _| *t != tab));
+}
+
+fn kept_key(tab: i32, doc: &Doc) -> (i32, String, String) {
+    (tab, doc.frame.clone(), doc.loader.clone())
+}
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -48,6 +66,10 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
         .map(|d| (d.frame.clone(), d.loader.clone()))
         .collect();
     refs::begin(tab, &live).await;
+    KEPT.with(|k| {
+        k.borrow_mut()
+            .retain(|(t, f, l), _| *t != tab || live.get(f) == Some(l))
+    });
     let walk = Walk {
         tab,
         depth,
@@ -111,6 +133,12 @@ struct Rendered {
     /// The frame's viewport (innerWidth, innerHeight).
     #[serde(default)]
     viewport: Option<(i64, i64)>,
+    /// The page's name for this rendering, when it keeps it.
+    #[serde(default)]
+    token: Option<String>,
+    /// The rendering named by `have` is still right.
+    #[serde(default)]
+    same: bool,
     #[serde(skip)]
     doc: Option<Doc>,
     #[serde(skip)]
@@ -136,18 +164,39 @@ impl Walk<'_> {
         level: u32,
     ) -> Result<Rendered, String> {
         let prefix = refs::prefix(refs::doc_number(self.tab, doc));
-        let arg = json!({
+        let key = (root.is_none() && !self.interactive).then(|| kept_key(self.tab, doc));
+        let have = key
+            .as_ref()
+            .and_then(|k| KEPT.with(|kept| kept.borrow().get(k).and_then(|r| r.token.clone())));
+        let mut arg = json!({
             "depth": self.depth,
             "level": level,
             "interactive": self.interactive,
             "root": root,
             "prefix": prefix,
             "near": NEAR_VIEWPORTS,
+            "have": have,
         });
         let target = doc.target(self.tab);
         let mut r = self.render(&target, context, &arg).await?;
         if r.hosts > 0 && attach_closed_roots(&target, context).await? {
             r = self.render(&target, context, &arg).await?;
+        }
+        if r.same {
+            let kept = key
+                .as_ref()
+                .and_then(|k| KEPT.with(|kept| kept.borrow().get(k).cloned()));
+            let viewport = r.viewport;
+            r = match kept {
+                Some(k) => k,
+                None => {
+                    arg["have"] = Value::Null;
+                    self.render(&target, context, &arg).await?
+                }
+            };
+            r.viewport = viewport.or(r.viewport);
+        } else if let (Some(k), Some(_)) = (&key, &r.token) {
+            KEPT.with(|kept| kept.borrow_mut().insert(k.clone(), r.clone()));
         }
         if r.stale {
             return Err("Stale ref: the element is no longer in the page. Call read_page or find again for fresh refs.".into());
@@ -158,8 +207,8 @@ impl Walk<'_> {
     }
 
     async fn render(&self, target: &Target, context: i64, arg: &Value) -> Result<Rendered, String> {
-        let out = refs::call_world(target, context, None, "tree", arg.clone(), true).await?;
-        serde_json::from_value(out.get("value").cloned().unwrap_or(Value::Null))
+        let mut out = refs::call_world(target, context, None, "tree", arg.clone(), true).await?;
+        serde_json::from_value(out.get_mut("value").map(Value::take).unwrap_or(Value::Null))
             .map_err(|e| format!("the page-side walk returned something unexpected: {e}"))
     }
 
@@ -339,16 +388,9 @@ pub(crate) async fn attach_closed_roots(tab: &Target, context: i64) -> Result<bo
             };
             if let Some(object) = resolved.pointer("/object/objectId").and_then(Value::as_str) {
                 let arg = json!({"objectId": host});
-                let params = json!({
-                    "functionDeclaration": refs::WORLD_JS,
-                    "objectId": object,
-                    "arguments": [{"value": "closed"}, arg, {"value": refs::WORLD_JS_VERSION}],
-                    "returnByValue": true,
-                });
-                if cdp::send_to(tab, "Runtime.callFunctionOn", params)
-                    .await
-                    .is_ok()
-                {
+                let closed =
+                    refs::call_world_with(tab, context, Some(object), "closed", arg, true).await;
+                if closed.is_ok() {
                     found = true;
                 }
             }
