@@ -2,7 +2,9 @@
 //! measured in the same run: a page-side DOM walk of the kind extensions commonly inject (every
 //! element a line, role from the tag, name from aria-label or text, refs in a page global),
 //! called through the same path (backend → extension → CDP) as javascript_tool. read_page itself
-//! walks the page in the worker's isolated world (tools/read_page.js).
+//! walks the page in the worker's isolated world (tools/read_page.js), which keeps its last whole
+//! tree while nothing it was made from changes: read_page is measured on the unchanged page and
+//! right after a change (an attribute set on the body, outside the timing), where it walks anew.
 //!
 //! Run: `./build.sh build && cargo run --release -p browser-operator-e2e --bin bench_read_page`
 
@@ -106,16 +108,32 @@ async fn main() -> Result<()> {
             .map(drop)
     };
 
-    // Three calls, each run in every round, in a rotating order: the baseline (its answer cut to
-    // 50,000 characters by javascript_tool), read_page with its whole answer, and read_page at
-    // its default max_chars (50,000), where the answer is withheld and an error says how to ask
-    // for less: like the baseline, the whole walk and its text reach the worker, but not the
-    // backend.
-    let mut times: [Vec<Duration>; 3] = Default::default();
+    // A change the page's MutationObserver sees, made outside the timing.
+    let cdp = browser.cdp();
+    let session = &session;
+    let change = |i: usize| async move {
+        cdp.call_session(
+            session,
+            "Runtime.evaluate",
+            json!({"expression": format!("document.body.dataset.round = '{i}'")}),
+        )
+        .await
+        .map(drop)
+    };
+
+    // Four calls, each run in every round, in a rotating order: the baseline (its answer cut to
+    // 50,000 characters by javascript_tool), read_page with its whole answer on the unchanged
+    // page and right after a change, and read_page after a change at its default max_chars
+    // (50,000), where the answer is withheld and an error says how to ask for less: like the
+    // baseline, the whole walk and its text reach the worker, but not the backend.
+    let mut times: [Vec<Duration>; 4] = Default::default();
     let mut ours_chars = 0;
     for i in 0..=RUNS {
-        for k in 0..3 {
-            let which = (i + k) % 3;
+        for k in 0..4 {
+            let which = (i + k) % 4;
+            if which >= 2 {
+                change(i * 4 + k).await?;
+            }
             collect().await?;
             let t = Instant::now();
             match which {
@@ -124,7 +142,7 @@ async fn main() -> Result<()> {
                         .text("javascript_tool", json!({"tabId": tab, "text": BASELINE}))
                         .await?;
                 }
-                1 => {
+                1 | 2 => {
                     let text = backend
                         .text("read_page", json!({"tabId": tab, "max_chars": 1_000_000}))
                         .await?;
@@ -141,7 +159,7 @@ async fn main() -> Result<()> {
             }
         }
     }
-    let [base, ours, withheld] = times;
+    let [base, ours, changed, withheld] = times;
     let base_chars: usize = backend
         .text(
             "javascript_tool",
@@ -166,14 +184,21 @@ async fn main() -> Result<()> {
     );
     println!(
         "{:<30} {:>8.1}ms {:>8.1}ms {:>12}",
-        "read_page, whole answer",
+        "read_page, unchanged page",
         ms(median(&ours)),
         ms(percentile(&ours, 90)),
         ours_chars
     );
     println!(
         "{:<30} {:>8.1}ms {:>8.1}ms {:>12}",
-        "read_page, answer withheld",
+        "read_page, after a change",
+        ms(median(&changed)),
+        ms(percentile(&changed, 90)),
+        ours_chars
+    );
+    println!(
+        "{:<30} {:>8.1}ms {:>8.1}ms {:>12}",
+        "read_page, changed, withheld",
         ms(median(&withheld)),
         ms(percentile(&withheld, 90)),
         "(error)"
@@ -214,8 +239,9 @@ async fn main() -> Result<()> {
         );
     }
     println!(
-        "ratio to the baseline (medians): whole answer {:.2}, answer withheld {:.2}; size {:.2}",
+        "ratio to the baseline (medians): unchanged page {:.2}, after a change {:.2}, withheld {:.2}; size {:.2}",
         ms(median(&ours)) / ms(median(&base)),
+        ms(median(&changed)) / ms(median(&base)),
         ms(median(&withheld)) / ms(median(&base)),
         ours_chars as f64 / base_chars as f64
     );
