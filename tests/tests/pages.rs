@@ -1051,7 +1051,8 @@ async fn every_change_shows_in_the_next_read_page() -> Result<()> {
     // Nothing changed: the same text, refs and all.
     assert_eq!(read().await?, first);
 
-    let steps: [(&str, fn(&str) -> bool); 7] = [
+    type Shows = fn(&str) -> bool;
+    let steps: [(&str, Shows); 7] = [
         ("value", |t| {
             line_with(t, "textbox \"Name\"").contains("value=\"Ada\"")
         }),
