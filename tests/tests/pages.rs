@@ -1035,6 +1035,7 @@ async fn find_points_land_on_their_elements_in_frames() -> Result<()> {
 /// every kind of change still shows in the next read_page, those no DOM mutation reports
 /// included (a value or checkedness set by script, a selection, a style sheet edited through
 /// the CSSOM, a shadow root a custom element attaches on upgrade, text inside a shadow root).
+/// `find` keeps its candidates the same way.
 #[tokio::test]
 async fn every_change_shows_in_the_next_read_page() -> Result<()> {
     let (fixtures, backend, browser, tab) = connected().await?;
@@ -1050,6 +1051,11 @@ async fn every_change_shows_in_the_next_read_page() -> Result<()> {
     );
     // Nothing changed: the same text, refs and all.
     assert_eq!(read().await?, first);
+    let find = |query: &'static str| backend.text("find", json!({"tabId": tab, "query": query}));
+    for _ in 0..2 {
+        let found = find("menu item").await?;
+        assert!(!found.contains("button \"Menu item\""), "{found}");
+    }
 
     type Shows = fn(&str) -> bool;
     let steps: [(&str, Shows); 7] = [
@@ -1085,8 +1091,12 @@ async fn every_change_shows_in_the_next_read_page() -> Result<()> {
         assert!(shows(&after), "{change} does not show:\n{after}");
         before = after;
     }
-    // Refs stay what they were through all of it.
+    // Refs stay what they were through all of it, and find sees what read_page sees.
     assert_eq!(ref_of(&before, "Changes"), ref_of(&first, "Changes"));
+    let found = find("menu item").await?;
+    assert!(found.contains("button \"Menu item\""), "{found}");
+    let found = find("late shadow button").await?;
+    assert!(found.contains("button \"Late shadow button\""), "{found}");
 
     // A restarted worker has lost its copy; the page gives the whole text again.
     browser.stop_worker().await?;

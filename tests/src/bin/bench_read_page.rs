@@ -172,57 +172,70 @@ async fn main() -> Result<()> {
         "read_page on a page of {elements} elements, {RUNS} runs each, interleaved (backend round trip):"
     );
     println!(
-        "{:<30} {:>10} {:>10} {:>12}",
+        "{:<34} {:>10} {:>10} {:>12}",
         "", "median", "p90", "characters"
     );
     println!(
-        "{:<30} {:>8.1}ms {:>8.1}ms {:>12}",
+        "{:<34} {:>8.1}ms {:>8.1}ms {:>12}",
         "baseline (page-side walk)",
         ms(median(&base)),
         ms(percentile(&base, 90)),
         base_chars
     );
     println!(
-        "{:<30} {:>8.1}ms {:>8.1}ms {:>12}",
+        "{:<34} {:>8.1}ms {:>8.1}ms {:>12}",
         "read_page, unchanged page",
         ms(median(&ours)),
         ms(percentile(&ours, 90)),
         ours_chars
     );
     println!(
-        "{:<30} {:>8.1}ms {:>8.1}ms {:>12}",
+        "{:<34} {:>8.1}ms {:>8.1}ms {:>12}",
         "read_page, after a change",
         ms(median(&changed)),
         ms(percentile(&changed, 90)),
         ours_chars
     );
     println!(
-        "{:<30} {:>8.1}ms {:>8.1}ms {:>12}",
+        "{:<34} {:>8.1}ms {:>8.1}ms {:>12}",
         "read_page, changed, withheld",
         ms(median(&withheld)),
         ms(percentile(&withheld, 90)),
         "(error)"
     );
-    for (label, tool, args) in [
+    // find keeps its candidates like read_page keeps its tree: measured both ways.
+    for (label, tool, args, changed) in [
         (
             "read_page filter interactive",
             "read_page",
             json!({"tabId": tab, "filter": "interactive"}),
+            false,
         ),
         (
-            "find \"buy 42\"",
+            "find \"buy 42\", unchanged",
             "find",
             json!({"tabId": tab, "query": "buy 42"}),
+            false,
         ),
         (
-            "find \"note for 599\"",
+            "find \"note for 599\", unchanged",
             "find",
             json!({"tabId": tab, "query": "note for 599"}),
+            false,
+        ),
+        (
+            "find \"buy 42\", after a change",
+            "find",
+            json!({"tabId": tab, "query": "buy 42"}),
+            true,
         ),
     ] {
         let mut times = Vec::new();
         let mut chars = 0;
         for i in 0..=RUNS {
+            if changed {
+                change(1_000 + i).await?;
+            }
             collect().await?;
             let t = Instant::now();
             chars = backend.text(tool, args.clone()).await?.chars().count();
@@ -231,7 +244,7 @@ async fn main() -> Result<()> {
             }
         }
         println!(
-            "{:<30} {:>8.1}ms {:>8.1}ms {:>12}",
+            "{:<34} {:>8.1}ms {:>8.1}ms {:>12}",
             label,
             ms(median(&times)),
             ms(percentile(&times, 90)),

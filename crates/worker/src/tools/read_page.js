@@ -25,6 +25,7 @@ function (op, arg, version) {
     S.version = version;
     S.run = make();
     S.cache = null;
+    S.found = null;
   }
   return S.run.call(this, op, arg, S);
 
@@ -156,21 +157,29 @@ function make() {
   const watch = (el) => {
     if (deps) deps.form.push(el, formState(el));
   };
+  // A mutation: nothing kept is right any more.
   const forget = () => {
     S.cache = null;
+    S.found = null;
     if (S.observer) S.observer.disconnect();
   };
-  // Starts recording for a walk whose answer will be kept.
+  // Starts recording for a walk whose answer will be kept (watching the DOM afresh when nothing
+  // else is kept).
   const record = () => {
     if (!S.observer) S.observer = new MutationObserver(forget);
-    S.observer.disconnect();
-    S.roots = new WeakSet();
-    S.observer.observe(document, OBSERVE);
+    if (!S.cache && !S.found) {
+      S.observer.disconnect();
+      S.roots = new WeakSet();
+      S.observer.observe(document, OBSERVE);
+    }
     return { vis: [], form: [], hosts: [], slots: [] };
   };
-  // Whether the kept answer is still what a walk would give.
+  // Whether a kept answer is still what a walk would give.
   const unchanged = (d) => {
-    if (S.observer.takeRecords().length) return false;
+    if (S.observer.takeRecords().length) {
+      forget();
+      return false;
+    }
     for (let i = 0; i < d.form.length; i += 2) if (formState(d.form[i]) !== d.form[i + 1]) return false;
     for (const el of d.hosts) if (el.shadowRoot) return false;
     for (let i = 0; i < d.slots.length; i += 2) {
@@ -494,7 +503,10 @@ function make() {
       if (t) c.extra += ' ' + t;
       if (p) c.extra += ' ' + p;
     }
-    if (tag === 'input' || tag === 'textarea') c.extra += ' ' + el.value;
+    if (tag === 'input' || tag === 'textarea') {
+      watch(el);
+      c.extra += ' ' + el.value;
+    }
     found.push(c);
     return c;
   };
@@ -726,7 +738,16 @@ function make() {
     interactive = !finding && !!arg.interactive;
     depth = finding ? Infinity : arg.depth;
     if (finding) {
-      if (document.body) walk(document.body, 0, '', false, null);
+      // The candidates of the last find are kept like the tree, and matched again.
+      const kept = S.found;
+      if (kept && kept.prefix === prefix && unchanged(kept.deps)) found = kept.list;
+      else {
+        S.found = null;
+        deps = record();
+        if (document.body) walk(document.body, 0, '', false, null);
+        S.found = { prefix, deps, list: found };
+        deps = null;
+      }
       const query = String(arg.query).toLowerCase().trim();
       const words = query.split(/[^\p{L}\p{N}]+/u).filter((w) => w && !STOP.has(w));
       const hits = [];
