@@ -299,6 +299,42 @@ async fn a_cross_site_frame_is_read_and_acted_on_like_any_other() -> Result<()> 
         .await?;
     assert!(e.starts_with(&format!("Stale ref {button}")), "{e}");
 
+    // The frame's console messages and requests are the tab's.
+    in_frame(
+        &browser,
+        "site-frame.html",
+        "console.error('the site frame complains'); fetch('/missing-in-the-site-frame'); 1",
+    )
+    .await?;
+    let mut requests = String::new();
+    for _ in 0..50 {
+        requests = backend
+            .text(
+                "read_network_requests",
+                json!({"tabId": tab, "urlPattern": "missing-in-the-site-frame"}),
+            )
+            .await?;
+        if requests.contains("404") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        requests.contains("missing-in-the-site-frame") && requests.contains("404"),
+        "{requests}"
+    );
+    let errors = backend
+        .text(
+            "read_console_messages",
+            json!({"tabId": tab, "onlyErrors": true, "pattern": "site frame"}),
+        )
+        .await?;
+    assert_eq!(
+        errors.matches("the site frame complains").count(),
+        1,
+        "{errors}"
+    );
+
     // The iframe is removed: its refs are stale too.
     let fresh = ref_of(&moved, "button \"Site button\"");
     backend

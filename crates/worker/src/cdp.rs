@@ -222,17 +222,17 @@ fn auto_attach_params() -> Value {
 }
 
 /// `Target.attachedToTarget` / `Target.detachedFromTarget` from the tab's session or, for nested
-/// iframes, from a child session (`from`).
-pub fn on_target_event(tab: i32, from: Option<&str>, method: &str, p: &Value) {
+/// iframes, from a child session (`from`). Returns the child session that just attached.
+pub fn on_target_event(tab: i32, from: Option<&str>, method: &str, p: &Value) -> Option<Target> {
     let text = |ptr: &str| p.pointer(ptr).and_then(Value::as_str).map(str::to_string);
     match method {
         "Target.attachedToTarget" => {
             if text("/targetInfo/type").as_deref() != Some("iframe") {
-                return;
+                return None;
             }
             let (Some(session), Some(frame)) = (text("/sessionId"), text("/targetInfo/targetId"))
             else {
-                return;
+                return None;
             };
             CHILDREN.with(|c| {
                 let mut c = c.borrow_mut();
@@ -249,16 +249,19 @@ pub fn on_target_event(tab: i32, from: Option<&str>, method: &str, p: &Value) {
                 tab,
                 session: Some(session),
             };
+            let nested = child.clone();
             wasm_bindgen_futures::spawn_local(async move {
-                let _ = send_to(&child, "Target.setAutoAttach", auto_attach_params()).await;
+                let _ = send_to(&nested, "Target.setAutoAttach", auto_attach_params()).await;
             });
+            Some(child)
         }
         "Target.detachedFromTarget" => {
             if let Some(session) = text("/sessionId") {
                 forget_child(tab, &session);
             }
+            None
         }
-        _ => {}
+        _ => None,
     }
 }
 

@@ -15,6 +15,7 @@ use crate::cdp;
 use serde_json::{json, Value};
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
+use wasm_bindgen_futures::spawn_local;
 
 const MAX_CONSOLE: usize = 1_000;
 const MAX_REQUESTS: usize = 1_000;
@@ -318,15 +319,39 @@ fn push_console(r: &mut Recording, e: ConsoleEntry) {
 
 /// One CDP event of a tab, from its own session or (`session`) from a child session of an
 /// out-of-process iframe. Child sessions come and go with `Target.*` events (kept by `cdp`);
-/// nothing else of theirs is recorded yet.
+/// their console messages and requests are the tab's, recorded from when they attach (console
+/// messages logged before are replayed by `Runtime.enable`).
 pub fn on_event(tab: i32, session: Option<&str>, method: &str, p: &Value) {
     if method.starts_with("Target.") {
-        cdp::on_target_event(tab, session, method, p);
-    } else if session.is_none() {
-        let now = crate::js::now_ms();
-        with(tab, |r| handle(r, method, p, now));
+        if let Some(child) = cdp::on_target_event(tab, session, method, p) {
+            spawn_local(async move {
+                for domain in ["Network", "Log", "Runtime"] {
+                    let _ = cdp::send_to(&child, &format!("{domain}.enable"), json!({})).await;
+                }
+            });
+        }
+        return;
+    }
+    let now = crate::js::now_ms();
+    match session {
+        None => with(tab, |r| handle(r, method, p, now)),
+        Some(s) if CHILD_DOMAINS.iter().any(|d| method.starts_with(d)) => {
+            // Request ids are numbered per process: the child's are made its own.
+            match p.get("requestId").and_then(Value::as_str) {
+                Some(id) => {
+                    let mut p = p.clone();
+                    p["requestId"] = json!(format!("{s}/{id}"));
+                    with(tab, |r| handle(r, method, &p, now));
+                }
+                None => with(tab, |r| handle(r, method, p, now)),
+            }
+        }
+        Some(_) => {}
     }
 }
+
+/// What is recorded of an out-of-process iframe's session (its Page events are not the tab's).
+const CHILD_DOMAINS: [&str; 3] = ["Runtime.", "Log.", "Network."];
 
 /// `now`: the worker's clock, ms since the epoch.
 fn handle(r: &mut Recording, method: &str, p: &Value, now: f64) {
