@@ -1080,6 +1080,10 @@ async fn every_change_shows_in_the_next_read_page() -> Result<()> {
             t.contains("Second note") && !t.contains("First note")
         }),
     ];
+    // The document's own ref asks for a walk that is neither kept nor sent as a difference: the
+    // answer after each change must be the same text.
+    let document = ref_of(&first, "document \"Fixture: a page that changes\"");
+    let walked = || backend.text("read_page", json!({"tabId": tab, "ref_id": document}));
     let mut before = first.clone();
     for (change, shows) in steps {
         assert!(
@@ -1089,6 +1093,7 @@ async fn every_change_shows_in_the_next_read_page() -> Result<()> {
         js(&backend, tab, &format!("changes.{change}()")).await?;
         let after = read().await?;
         assert!(shows(&after), "{change} does not show:\n{after}");
+        assert_eq!(after, walked().await?, "after {change}");
         before = after;
     }
     // Refs stay what they were through all of it, and find sees what read_page sees.

@@ -4,7 +4,8 @@
 //! called through the same path (backend → extension → CDP) as javascript_tool. read_page itself
 //! walks the page in the worker's isolated world (tools/read_page.js), which keeps its last whole
 //! tree while nothing it was made from changes: read_page is measured on the unchanged page and
-//! right after a change (an attribute set on the body, outside the timing), where it walks anew.
+//! right after a change (a heading's text, set outside the timing), where it walks anew and sends
+//! the worker only the lines that differ from the last answer.
 //!
 //! Run: `./build.sh build && cargo run --release -p browser-operator-e2e --bin bench_read_page`
 
@@ -108,14 +109,17 @@ async fn main() -> Result<()> {
             .map(drop)
     };
 
-    // A change the page's MutationObserver sees, made outside the timing.
+    // A change the page's MutationObserver sees, made outside the timing: a heading in the
+    // middle of the page gets new text (one line of read_page's answer changes).
     let cdp = browser.cdp();
     let session = &session;
     let change = |i: usize| async move {
         cdp.call_session(
             session,
             "Runtime.evaluate",
-            json!({"expression": format!("document.body.dataset.round = '{i}'")}),
+            json!({"expression": format!(
+                "document.querySelectorAll('h2')[300].textContent = 'Item 300, round {i}'"
+            )}),
         )
         .await
         .map(drop)

@@ -5,7 +5,9 @@
 //             iframes (marker lines \u0001<id>), landmark regions, and how many hosts to check.
 //             The whole document with every element (no root, not interactive) is kept with what
 //             it was made from; while none of that changed, the kept answer is given again (or
-//             only `same: true` when the caller holds it: `have` is its token)
+//             only `same: true` when the caller holds it: `have` is its token). A new walk whose
+//             caller holds the last one's text sends only the lines between what the two share
+//             at the start (`head` lines) and at the end (`tail` lines), `base` naming the last
 //   "find"    arg {query, prefix, max}: this frame's elements that match, best first, with points
 //   "id"      on an element (`this`): its id, assigned on first sight
 //   "get"     arg id: the element, or "unknown" / "stale"
@@ -786,7 +788,6 @@ function make() {
       if (document.body) walk(document.body, level, '', false, null);
     }
     const text = lines.join('\n');
-    lines = [];
     const out = { text, frames, regions, hosts: S.pending.length, viewport };
     if (deps) {
       // Named uniquely across worlds: the worker may hold one from an earlier world.
@@ -796,7 +797,27 @@ function make() {
       S.cache = { key, token, deps, text, frames, regions };
       out.token = token;
       deps = null;
+      // The last walk's lines stay (a change forgets the kept tree, not these) for the next
+      // walk to send only what differs from them.
+      const last = S.last;
+      S.last = { key, token, lines };
+      if (last && last.key === key && arg.have === last.token) {
+        const was = last.lines;
+        const n = Math.min(was.length, lines.length);
+        let head = 0;
+        while (head < n && was[head] === lines[head]) head++;
+        let tail = 0;
+        while (tail < n - head && was[was.length - 1 - tail] === lines[lines.length - 1 - tail]) tail++;
+        if (head + tail > 0) {
+          out.text = lines.slice(head, lines.length - tail).join('\n');
+          out.base = last.token;
+          out.head = head;
+          out.tail = tail;
+          out.lines = lines.length;
+        }
+      }
     }
+    lines = [];
     return out;
   };
 }

@@ -139,6 +139,17 @@ struct Rendered {
     /// The rendering named by `have` is still right.
     #[serde(default)]
     same: bool,
+    /// A new rendering sent as a difference from the one named by `base` (which was `have`):
+    /// its first `head` and last `tail` lines are base's, `text` is what comes between, `lines`
+    /// how many there are in all.
+    #[serde(default)]
+    base: Option<String>,
+    #[serde(default)]
+    head: usize,
+    #[serde(default)]
+    tail: usize,
+    #[serde(default)]
+    lines: usize,
     #[serde(skip)]
     doc: Option<Doc>,
     #[serde(skip)]
@@ -182,20 +193,37 @@ impl Walk<'_> {
         if r.hosts > 0 && attach_closed_roots(&target, context).await? {
             r = self.render(&target, context, &arg).await?;
         }
+        let kept = || {
+            key.as_ref()
+                .and_then(|k| KEPT.with(|kept| kept.borrow().get(k).cloned()))
+        };
+        let mut fresh = true;
         if r.same {
-            let kept = key
-                .as_ref()
-                .and_then(|k| KEPT.with(|kept| kept.borrow().get(k).cloned()));
             let viewport = r.viewport;
-            r = match kept {
-                Some(k) => k,
+            r = match kept() {
+                Some(k) => {
+                    fresh = false;
+                    k
+                }
                 None => {
                     arg["have"] = Value::Null;
                     self.render(&target, context, &arg).await?
                 }
             };
             r.viewport = viewport.or(r.viewport);
-        } else if let (Some(k), Some(_)) = (&key, &r.token) {
+        } else if let Some(base) = r.base.take() {
+            let text = kept()
+                .filter(|k| k.token.as_deref() == Some(base.as_str()))
+                .and_then(|k| splice_lines(&k.text, r.head, &r.text, r.tail, r.lines));
+            match text {
+                Some(t) => r.text = t,
+                None => {
+                    arg["have"] = Value::Null;
+                    r = self.render(&target, context, &arg).await?;
+                }
+            }
+        }
+        if let (Some(k), Some(_), true) = (&key, &r.token, fresh) {
             KEPT.with(|kept| kept.borrow_mut().insert(k.clone(), r.clone()));
         }
         if r.stale {
@@ -320,6 +348,27 @@ async fn out_of_process(tab: i32, frame: &str, wait: bool) -> Option<Doc> {
     None
 }
 
+/// The text of a rendering sent as a difference: the first `head` and the last `tail` lines of
+/// `old` with `middle` between them; `None` unless that makes `lines` lines.
+fn splice_lines(old: &str, head: usize, middle: &str, tail: usize, lines: usize) -> Option<String> {
+    let old: Vec<&str> = old.split('\n').collect();
+    let middle: Vec<&str> = if middle.is_empty() {
+        Vec::new()
+    } else {
+        middle.split('\n').collect()
+    };
+    if head + tail > old.len() || head + middle.len() + tail != lines {
+        return None;
+    }
+    let parts: Vec<&str> = old[..head]
+        .iter()
+        .chain(&middle)
+        .chain(&old[old.len() - tail..])
+        .copied()
+        .collect();
+    Some(parts.join("\n"))
+}
+
 /// An attribute of a `DOM.describeNode` result.
 fn attribute<'a>(node: &'a Value, name: &str) -> Option<&'a str> {
     let list = node.pointer("/node/attributes")?.as_array()?;
@@ -431,4 +480,27 @@ fn too_big(regions: &[String], size: usize, max: usize, depth: u32) -> String {
         msg.push_str(&format!(", e.g. one of: {}.", shown.join(", ")));
     }
     msg
+}
+
+#[cfg(test)]
+mod tests {
+    use super::splice_lines;
+
+    #[test]
+    fn a_difference_is_spliced_between_the_lines_kept() {
+        let old = "a\nb\nc\nd";
+        assert_eq!(
+            splice_lines(old, 1, "x\ny", 2, 5).as_deref(),
+            Some("a\nx\ny\nc\nd")
+        );
+        // Lines only taken out, or only added at the end.
+        assert_eq!(splice_lines(old, 1, "", 1, 2).as_deref(), Some("a\nd"));
+        assert_eq!(
+            splice_lines(old, 4, "e", 0, 5).as_deref(),
+            Some("a\nb\nc\nd\ne")
+        );
+        // Parts that do not add up are refused, never guessed.
+        assert_eq!(splice_lines(old, 3, "x", 2, 6), None);
+        assert_eq!(splice_lines(old, 1, "x", 1, 4), None);
+    }
 }
