@@ -22,10 +22,10 @@ use std::collections::{BTreeMap, HashMap};
 /// The isolated world's name: the same name finds the same world again.
 const WORLD: &str = "browser-operator";
 /// The page-side functions that own the element table (and read_page's walk).
-pub const WORLD_JS: &str = include_str!("tools/read_page.js");
+const WORLD_JS: &str = include_str!("tools/read_page.js");
 /// A hash of `WORLD_JS`: a world that holds an older version replaces its functions (not its
 /// element table).
-pub const WORLD_JS_VERSION: u32 = fnv1a(WORLD_JS.as_bytes());
+const WORLD_JS_VERSION: u32 = fnv1a(WORLD_JS.as_bytes());
 
 const fn fnv1a(bytes: &[u8]) -> u32 {
     let mut hash = 0x811c_9dc5_u32;
