@@ -1109,3 +1109,58 @@ async fn every_change_shows_in_the_next_read_page() -> Result<()> {
     assert_eq!(read().await?, before);
     Ok(())
 }
+
+/// The kept tree and the answers sent as differences are checked against a walk that is neither
+/// (read_page with the document's ref_id), after each of a run of seeded changes to a page with
+/// every kind of role and name: text, `hidden`, classes that hide (display and visibility),
+/// labels, roles, added and removed elements, and values and checkedness set by script.
+#[tokio::test]
+async fn kept_and_spliced_trees_match_a_fresh_walk_under_changes() -> Result<()> {
+    let (fixtures, backend, _browser, tab) = connected().await?;
+    open(&backend, tab, &fixtures.url("roles.html")).await?;
+    let first = backend.text("read_page", json!({"tabId": tab})).await?;
+    let document = ref_of(&first, "document \"Fixture: roles and names\"");
+    for round in 1..=30 {
+        let what = js(
+            &backend,
+            tab,
+            &format!(
+                "(() => {{
+                  let seed = {round} * 7919;
+                  const rnd = (n) => {{ seed = (Math.imul(seed, 1103515245) + 12345) >>> 0; return seed % n; }};
+                  const all = [...document.body.querySelectorAll('*')].filter((e) => e.localName !== 'script');
+                  let el = all[rnd(all.length)];
+                  // Text replaced and elements removed only where no element is under them:
+                  // the page keeps enough of itself for every kind of change to matter.
+                  const leaves = all.filter((e) => !e.firstElementChild);
+                  const kind = {round} % 10;
+                  if (kind === 0 || kind === 6) el = leaves[rnd(leaves.length)];
+                  switch (kind) {{
+                    case 0: el.textContent = 'changed {round}'; break;
+                    case 1: el.toggleAttribute('hidden'); break;
+                    case 2: el.classList.toggle('gone'); break;
+                    case 3: el.classList.toggle('ghost'); break;
+                    case 4: el.setAttribute('aria-label', 'label {round}'); break;
+                    case 5: {{ const b = document.createElement('button'); b.textContent = 'added {round}'; el.appendChild(b); break; }}
+                    case 6: el.remove(); break;
+                    // Properties that no mutation reports: text fields' values, checkedness.
+                    case 7: for (const i of document.querySelectorAll('input:not([type]), input[type=text], input[type=search], input[type=email], textarea')) i.value = 'typed {round}'; break;
+                    case 8: el.setAttribute('role', 'button'); break;
+                    case 9: for (const c of document.querySelectorAll('input[type=checkbox], input[type=radio]')) c.checked = !c.checked; break;
+                  }}
+                  return kind + ' on ' + el.localName;
+                }})()"
+            ),
+        )
+        .await?;
+        let kept = backend.text("read_page", json!({"tabId": tab})).await?;
+        let walked = backend
+            .text("read_page", json!({"tabId": tab, "ref_id": document}))
+            .await?;
+        assert_eq!(kept, walked, "round {round}: change {what}");
+        // Unchanged since: the kept answer again.
+        let again = backend.text("read_page", json!({"tabId": tab})).await?;
+        assert_eq!(again, walked, "round {round}, read again");
+    }
+    Ok(())
+}
