@@ -720,7 +720,7 @@ function make() {
     const kept = S.cache;
     if (key !== null && kept && kept.key === key && unchanged(kept.deps)) {
       if (arg.have === kept.token) return { same: true, token: kept.token, viewport };
-      return { text: kept.text, frames: kept.frames, regions: kept.regions, hosts: 0, viewport, token: kept.token };
+      return { text: kept.lines.join('\n'), frames: kept.frames, regions: kept.regions, hosts: 0, viewport, token: kept.token };
     }
     if (key !== null) {
       S.cache = null;
@@ -794,11 +794,11 @@ function make() {
       S.tokens = (S.tokens || 0) + 1;
       if (!S.born) S.born = Math.random().toString(36).slice(2);
       const token = S.born + '.' + S.tokens;
-      S.cache = { key, token, deps, text, frames, regions };
+      S.cache = { key, token, deps, lines, frames, regions };
       out.token = token;
       deps = null;
-      // The last walk's lines stay (a change forgets the kept tree, not these) for the next
-      // walk to send only what differs from them.
+      // The last walk's lines stay (a change forgets the kept tree and what it was made from,
+      // not these) for the next walk to send only what differs from them.
       const last = S.last;
       S.last = { key, token, lines };
       if (last && last.key === key && arg.have === last.token) {

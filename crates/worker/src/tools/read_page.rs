@@ -212,9 +212,15 @@ impl Walk<'_> {
             };
             r.viewport = viewport.or(r.viewport);
         } else if let Some(base) = r.base.take() {
-            let text = kept()
-                .filter(|k| k.token.as_deref() == Some(base.as_str()))
-                .and_then(|k| splice_lines(&k.text, r.head, &r.text, r.tail, r.lines));
+            // Spliced where it is kept: the last text is not copied first.
+            let text = key.as_ref().and_then(|k| {
+                KEPT.with(|kept| {
+                    kept.borrow()
+                        .get(k)
+                        .filter(|k| k.token.as_deref() == Some(base.as_str()))
+                        .and_then(|k| splice_lines(&k.text, r.head, &r.text, r.tail, r.lines))
+                })
+            });
             match text {
                 Some(t) => r.text = t,
                 None => {
