@@ -195,6 +195,25 @@ build_server() {
   cargo build -p browser-operator-server
 }
 
+# cargo-nextest runs every test binary at once (groups and priorities in .config/nextest.toml):
+# the suite's time is then its work, not the sum of its timer waits.
+setup_nextest() {
+  cargo nextest --version >/dev/null 2>&1 && return 0
+  say "installing cargo-nextest (once)"
+  cargo install cargo-nextest --locked || cargo install cargo-nextest
+}
+
+run_tests() {
+  say "tests (unit, server, and headless Chromium end to end)"
+  cargo test --workspace --doc -q
+  if cargo nextest --version >/dev/null 2>&1; then
+    cargo nextest run --workspace --no-fail-fast
+  else
+    echo "cargo-nextest could not be installed: running the tests one binary at a time" >&2
+    RUST_TEST_THREADS="${RUST_TEST_THREADS:-3}" cargo test --workspace --no-fail-fast
+  fi
+}
+
 lint() {
   say "cargo fmt --check"
   cargo fmt --all -- --check
@@ -212,12 +231,10 @@ case "$cmd" in
   package) setup_rust; setup_chromium; package ;;
   lint) setup_rust; lint ;;
   test)
-    setup_rust; setup_chromium; setup_xvfb
+    setup_rust; setup_chromium; setup_xvfb; setup_nextest || true
     build_worker; build_server
     lint
-    say "tests (unit, server, and headless Chromium end to end)"
-    # Browser tests start a Chromium each; two cores hold three comfortably.
-    RUST_TEST_THREADS="${RUST_TEST_THREADS:-3}" cargo test --workspace --no-fail-fast
+    run_tests
     ;;
   bench)
     setup_rust; setup_chromium
