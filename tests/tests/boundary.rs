@@ -7,7 +7,7 @@
 //! keeps serving.
 
 use browser_operator_e2e::{
-    connect, connected, js_string, tabs_context, Backend, Browser, BrowserOptions, Error,
+    connected, js_string, tabs_context, Backend, Browser, BrowserOptions, Error,
     FixtureServer, Result, Session,
 };
 use serde_json::{json, Value};
@@ -922,5 +922,190 @@ async fn a_hostile_polling_backend_gets_one_answer_per_id() -> Result<()> {
     for id in ["p1", "p2", "p3", "p4", "p5", "p6"] {
         assert_eq!(raw.answers.of(id).len(), 1, "answers for {id}");
     }
+    Ok(())
+}
+
+/// The centre of the element with `id`, in CSS pixels (no screenshot taken yet).
+async fn centre(backend: &Backend, tab: i64, id: &str) -> Result<Value> {
+    let v = backend
+        .js(
+            tab,
+            &format!("const r = document.getElementById('{id}').getBoundingClientRect(); JSON.stringify([Math.round(r.x + r.width / 2), Math.round(r.y + r.height / 2)])"),
+        )
+        .await?;
+    Ok(serde_json::from_str(&v)?)
+}
+
+fn group_tabs(text: &str) -> Vec<(i64, String)> {
+    tabs_context(text)["availableTabs"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|t| Some((t["tabId"].as_i64()?, t["url"].as_str()?.to_string())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Hostile pages and the spec paths nothing else tests (issue 12 "hostile pages", issue 13
+/// item 10): a `target=_blank` tab joins the group and a tab opened next to it by other means
+/// does not; a `beforeunload` dialog is reported and answered; a load that never finishes ends
+/// with `(still loading)`; an endless alert loop and a hung renderer give errors instead of
+/// hangs (the timeout names the CDP step); the group is found again by its title after a worker
+/// restart that lost its stored id; and the extension keeps serving.
+#[tokio::test]
+async fn hostile_pages_get_errors_not_hangs_and_the_group_holds() -> Result<()> {
+    let (fixtures, backend, browser) = connected().await?;
+    let (tab, group) = backend.first_tab().await?;
+    let hostile = fixtures.url("hostile.html");
+    backend.navigate(tab, &hostile).await?;
+    let worker = browser.worker().await?;
+
+    // A target=_blank link clicked in a group tab: the new tab joins the group.
+    let point = centre(&backend, tab, "blank").await?;
+    backend
+        .text(
+            "computer",
+            json!({"tabId": tab, "action": "left_click", "coordinate": point}),
+        )
+        .await?;
+    let start = Instant::now();
+    let opened = loop {
+        let tabs = group_tabs(&backend.text("tabs_context_mcp", json!({})).await?);
+        if let Some((id, _)) = tabs.iter().find(|(_, url)| url.ends_with("hello.html?blank")) {
+            break *id;
+        }
+        assert!(start.elapsed() < WAIT, "the target=_blank tab is not in the group: {tabs:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(backend.js(opened, "location.search").await?, "?blank");
+    // A tab opened by other means with a group tab as its opener stays out of the group.
+    let other = worker
+        .eval(&format!(
+            "chrome.tabs.create({{openerTabId: {tab}, url: {}, active: false}}).then(t => t.id)",
+            js_string(&fixtures.url("hello.html?other"))
+        ))
+        .await?
+        .as_i64()
+        .ok_or_else(|| Error::new("no tab id"))?;
+    until("the other tab loaded", WAIT, || async {
+        Ok(chrome_tab(&worker, other).await?["status"] == "complete")
+    })
+    .await?;
+    // Adoption is decided within a second of the tab's creation: look again after that.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(chrome_tab(&worker, other).await?["groupId"], -1);
+    let e = backend
+        .error("javascript_tool", json!({"tabId": other, "text": "1"}))
+        .await?;
+    assert!(e.contains("is not in the automation tab group"), "{e}");
+
+    // A beforeunload dialog: the navigation that meets it says so; answering it lets it go on.
+    let point = centre(&backend, tab, "unload").await?;
+    backend
+        .text(
+            "computer",
+            json!({"tabId": tab, "action": "left_click", "coordinate": point}),
+        )
+        .await?;
+    assert_eq!(backend.js(tab, "document.body.dataset.armed").await?, "yes");
+    let hello = fixtures.url("hello.html");
+    let r = backend
+        .command("navigate", json!({"tabId": tab, "url": hello}))
+        .await?;
+    let text = format!("{r:?}");
+    assert!(text.contains("beforeunload dialog"), "{text}");
+    let out = backend
+        .text("handle_dialog", json!({"tabId": tab, "accept": true}))
+        .await?;
+    assert!(out.contains("beforeunload"), "{out}");
+    until("the navigation past beforeunload", WAIT, || async {
+        Ok(chrome_tab(&worker, tab).await?["url"] == hello.as_str())
+    })
+    .await?;
+
+    // A load that never finishes: navigate answers at its bound with (still loading).
+    let never = fixtures.url("__never-ends");
+    assert_eq!(
+        backend.navigate(tab, &never).await?,
+        format!("Navigated to {never} (still loading)")
+    );
+    backend.navigate(tab, &hello).await?;
+
+    // An endless alert loop: every command answers (an error naming the dialog, or the
+    // dialog answered), and closing the tab works.
+    let looping = backend.new_tab().await?;
+    let _ = backend
+        .command(
+            "navigate",
+            json!({"tabId": looping, "url": fixtures.url("hostile.html?alerts")}),
+        )
+        .await?;
+    until("the alert loop started", WAIT, || async {
+        let r = backend
+            .command("javascript_tool", json!({"tabId": looping, "text": "1"}))
+            .await?;
+        Ok(format!("{r:?}").contains("alert dialog is open"))
+    })
+    .await?;
+    for _ in 0..3 {
+        let out = backend
+            .text("handle_dialog", json!({"tabId": looping, "accept": true}))
+            .await?;
+        assert!(out.contains("loop "), "{out}");
+        let e = backend
+            .error("get_page_text", json!({"tabId": looping}))
+            .await?;
+        assert!(e.contains("alert dialog is open"), "{e}");
+    }
+    backend
+        .text("tabs_close_mcp", json!({"tabId": looping}))
+        .await?;
+
+    // A renderer that never answers again (another site, so another process): the command
+    // fails with the CDP step that timed out; closing the tab works.
+    let hung = backend.new_tab().await?;
+    let other_site = fixtures
+        .url("hostile.html")
+        .replace("127.0.0.1", "localhost");
+    backend.navigate(hung, &other_site).await?;
+    backend
+        .js(hung, "setTimeout(() => { for (;;) {} }, 50); 'armed'")
+        .await?;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let e = backend
+        .error("get_page_text", json!({"tabId": hung}))
+        .await?;
+    let step = e
+        .split(" timed out after ")
+        .next()
+        .and_then(|s| s.rsplit([' ', '(']).next())
+        .unwrap_or("");
+    assert!(
+        e.contains(" timed out after ") && step.contains('.') && step.chars().next().is_some_and(char::is_uppercase),
+        "no CDP step named: {e}"
+    );
+    println!("a hung renderer: {e}");
+    backend.text("tabs_close_mcp", json!({"tabId": hung})).await?;
+    assert_eq!(backend.js(tab, "document.title").await?, "Fixture: hello");
+
+    // The worker restarts and has lost the group's stored id: the group is found by its title.
+    worker
+        .eval("chrome.storage.session.remove('groupId').then(() => true)")
+        .await?;
+    worker.detach().await?;
+    browser.stop_worker().await?;
+    // The Options page wakes it; it connects again.
+    browser.wait_status("connected", Duration::from_secs(40)).await?;
+    backend.wait_browsers(1, Duration::from_secs(40)).await?;
+    let ctx = tabs_context(&backend.text("tabs_context_mcp", json!({})).await?);
+    assert_eq!(ctx["tabGroupId"].as_i64(), Some(group), "{ctx}");
+    let worker = browser.worker().await?;
+    let groups = worker
+        .eval("chrome.tabGroups.query({}).then(gs => gs.length)")
+        .await?;
+    assert_eq!(groups, 1, "a second group was made");
+    worker.detach().await?;
+    assert_eq!(backend.js(tab, "document.title").await?, "Fixture: hello");
     Ok(())
 }
