@@ -1,7 +1,9 @@
 //! A local HTTP server for the fixture pages in `tests/fixtures/`.
 //!
 //! Minimal HTTP/1.1: `GET` and `HEAD`, one request per connection (`Connection: close`),
-//! `/` serves `index.html`, unknown files are 404.
+//! `/` serves `index.html`, unknown files are 404. Two routes that are not files:
+//! `/__never-ends` sends the start of a page and never the rest (a load that never finishes,
+//! held for a minute), `/__redirect?to=<percent-encoded URL>` answers `302` to that URL.
 
 use std::net::SocketAddr;
 use std::path::{Component, Path, PathBuf};
@@ -105,6 +107,27 @@ async fn handle(mut stream: TcpStream, root: &Path) -> std::io::Result<()> {
     };
     let mut parts = head.lines().next().unwrap_or("").split_whitespace();
     let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    if target.starts_with("/__never-ends") {
+        stream
+            .write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\n\
+                  Cache-Control: no-store\r\nConnection: close\r\n\r\n\
+                  <!doctype html><title>Fixture: never ends</title><p>The rest never comes",
+            )
+            .await?;
+        stream.flush().await?;
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        return stream.shutdown().await;
+    }
+    if let Some(to) = target.strip_prefix("/__redirect?to=") {
+        let to = percent_decode(to).unwrap_or_default();
+        let head = format!(
+            "HTTP/1.1 302 Found\r\nLocation: {to}\r\nContent-Length: 0\r\n\
+             Cache-Control: no-store\r\nConnection: close\r\n\r\n"
+        );
+        stream.write_all(head.as_bytes()).await?;
+        return stream.shutdown().await;
+    }
     let response = match method {
         "GET" | "HEAD" => match resolve(root, target) {
             Some(file) => match tokio::fs::read(&file).await {

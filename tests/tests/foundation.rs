@@ -132,7 +132,7 @@ async fn bad_commands_get_clear_errors_and_the_extension_keeps_serving() -> Resu
     );
     assert_eq!(
         backend.error("navigate", json!({"url": "x"})).await?,
-        "Missing required argument `tabId` (integer)."
+        format!("Missing required argument `tabId` (integer). Valid tab ids: {tab}. Call tabs_context_mcp to list them.")
     );
     let e = backend
         .error("navigate", json!({"tabId": "one", "url": "x"}))

@@ -1,6 +1,6 @@
 //! The WebSocket transport's JSON frames.
 
-use crate::message::{Command, Outcome};
+use crate::message::{kind, top_level_field, Command, Malformed, Outcome};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -35,6 +35,46 @@ impl ServerFrame {
             id: c.id,
             tool: c.tool,
             args: c.args,
+        }
+    }
+}
+
+impl ServerFrame {
+    /// Reads a frame as liberally as the protocol allows: unknown types and extra fields are
+    /// ignored; a `command` frame (or a frame without a type that carries an id) that can't be
+    /// run is `Err` with the id when one could be read, so it is answered with an error rather
+    /// than dropped. Other broken frames are `Err` without an id (logged, nothing to answer).
+    pub fn parse(text: &str) -> Result<ServerFrame, Malformed> {
+        let typ = top_level_field(text, "type").map(|raw| serde_json::from_str::<Value>(raw));
+        let is_command = match &typ {
+            Some(Ok(Value::String(t))) => t == "command",
+            None => top_level_field(text, "id").is_some(),
+            Some(_) => false,
+        };
+        if is_command {
+            return Command::parse(text).map(ServerFrame::command);
+        }
+        match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(o)) => {
+                if !matches!(o.get("type"), Some(Value::String(_))) {
+                    return Err(Malformed {
+                        id: None,
+                        error: "a frame without a string `type`".into(),
+                    });
+                }
+                serde_json::from_value(Value::Object(o)).map_err(|e| Malformed {
+                    id: None,
+                    error: format!("a malformed frame ({e})"),
+                })
+            }
+            Ok(other) => Err(Malformed {
+                id: None,
+                error: format!("a frame that is {} rather than an object", kind(&other)),
+            }),
+            Err(e) => Err(Malformed {
+                id: None,
+                error: format!("a frame that is not JSON ({e})"),
+            }),
         }
     }
 }
@@ -115,6 +155,33 @@ mod tests {
             serde_json::from_str(r#"{"type":"command","id":"9","tool":"tabs_create_mcp"}"#)
                 .unwrap();
         assert!(matches!(f, ServerFrame::Command { ref args, .. } if args.is_empty()));
+    }
+
+    #[test]
+    fn command_frames_that_cannot_run_are_answered_by_id() {
+        let e = ServerFrame::parse(r#"{"type":"command","id":"x1","tool":"navigate","args":"go"}"#)
+            .expect_err("args not an object");
+        assert_eq!(e.id.as_deref(), Some("x1"));
+        assert!(e.error.contains("`args` must be an object, got a string"), "{}", e.error);
+        let e = ServerFrame::parse(r#"{"type":"command","id":"x2"}"#).expect_err("no tool");
+        assert_eq!(e.id.as_deref(), Some("x2"));
+        // No type but an id: taken as a command.
+        let e = ServerFrame::parse(r#"{"id":"x3","tool":[]}"#).expect_err("tool not a string");
+        assert_eq!(e.id.as_deref(), Some("x3"));
+        // Unknown types stay ignored, even with an id.
+        assert_eq!(
+            ServerFrame::parse(r#"{"type":"cancel","id":"x4"}"#),
+            Ok(ServerFrame::Unknown)
+        );
+        // Nothing to answer: no id.
+        for bad in ["", "{", "[]", "7", r#"{"type":"error"}"#, r#"{"type":5}"#] {
+            assert_eq!(ServerFrame::parse(bad).expect_err(bad).id, None, "{bad}");
+        }
+        assert!(matches!(
+            ServerFrame::parse(r#"{"type":"command","id":"ok","tool":"t","args":{"a":1}}"#),
+            Ok(ServerFrame::Command { ref id, .. }) if id == "ok"
+        ));
+        assert_eq!(ServerFrame::parse(r#"{"type":"auth_ok"}"#), Ok(ServerFrame::AuthOk));
     }
 
     #[test]

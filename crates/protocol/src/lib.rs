@@ -12,9 +12,10 @@ pub mod message;
 pub mod pairing;
 pub mod schema;
 pub mod sse;
+pub mod url_policy;
 
 pub use catalog::{catalog, tool, ToolSpec};
 pub use config::{ConfigError, ConnectionConfig, Transport, TRANSPORTS};
 pub use frames::{ExtensionFrame, ServerFrame, CLOSE_TARGET_TAKEN, CLOSE_UNAUTHORIZED};
-pub use message::{Command, CommandResult, ContentBlock, Outcome, ToolResult};
+pub use message::{Command, CommandResult, ContentBlock, Malformed, Outcome, ToolResult};
 pub use pairing::{PairOffer, ParkedOffer};

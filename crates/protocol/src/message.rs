@@ -13,6 +13,276 @@ pub struct Command {
     pub args: Map<String, Value>,
 }
 
+/// The largest command the extension reads, as JSON text (a frame, an SSE event, one command
+/// of a poll batch). A bigger one is answered with an error, not run.
+pub const MAX_COMMAND_BYTES: usize = 4 << 20;
+/// The deepest nesting of a command's JSON that is read (serde_json's own bound).
+pub const MAX_COMMAND_DEPTH: usize = 128;
+/// The longest command id accepted.
+pub const MAX_ID_CHARS: usize = 1024;
+
+/// A command that can't be run as sent: the id when one could be read (then it is answered
+/// with `error`), and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Malformed {
+    pub id: Option<String>,
+    pub error: String,
+}
+
+impl Malformed {
+    fn new(id: Option<String>, what: impl std::fmt::Display) -> Malformed {
+        Malformed {
+            id,
+            error: format!("Malformed command: {what}. Send {{\"id\": string, \"tool\": string, \"args\": object}}."),
+        }
+    }
+}
+
+impl Command {
+    /// Reads a command leniently enough to recover its id: whatever else is wrong (no `tool`,
+    /// `args` that are not an object, invalid or too deeply nested JSON, too large), a frame
+    /// that carries an id gets an error answer instead of being dropped.
+    pub fn parse(text: &str) -> Result<Command, Malformed> {
+        if text.len() > MAX_COMMAND_BYTES {
+            return Err(Malformed::new(
+                scan_id(text),
+                format!(
+                    "{} bytes is more than the {} MiB a command may have",
+                    text.len(),
+                    MAX_COMMAND_BYTES >> 20
+                ),
+            ));
+        }
+        match serde_json::from_str::<Value>(text) {
+            Ok(v) => Command::from_value(v),
+            Err(e) if e.to_string().contains("recursion limit") => Err(Malformed::new(
+                scan_id(text),
+                format!("its JSON is nested deeper than the {MAX_COMMAND_DEPTH} levels the extension reads"),
+            )),
+            Err(e) => Err(Malformed::new(scan_id(text), format!("not valid JSON ({e})"))),
+        }
+    }
+
+    /// [`Command::parse`] for JSON already read.
+    pub fn from_value(v: Value) -> Result<Command, Malformed> {
+        let Value::Object(mut o) = v else {
+            return Err(Malformed::new(None, format!("expected an object, got {}", kind(&v))));
+        };
+        let id = match o.remove("id") {
+            Some(Value::String(s)) if s.chars().count() > MAX_ID_CHARS => {
+                return Err(Malformed::new(
+                    Some(s),
+                    format!("`id` is longer than {MAX_ID_CHARS} characters"),
+                ))
+            }
+            Some(Value::String(s)) => s,
+            Some(Value::Number(n)) => {
+                return Err(Malformed::new(
+                    Some(n.to_string()),
+                    "`id` must be a string, got a number",
+                ))
+            }
+            None | Some(Value::Null) => return Err(Malformed::new(None, "it has no `id`")),
+            Some(other) => {
+                return Err(Malformed::new(
+                    None,
+                    format!("`id` must be a string, got {}", kind(&other)),
+                ))
+            }
+        };
+        let tool = match o.remove("tool") {
+            Some(Value::String(t)) => t,
+            None | Some(Value::Null) => {
+                return Err(Malformed::new(Some(id), "`tool` is missing"))
+            }
+            Some(other) => {
+                return Err(Malformed::new(
+                    Some(id),
+                    format!("`tool` must be a string naming a tool, got {}", kind(&other)),
+                ))
+            }
+        };
+        let args = match o.remove("args") {
+            None | Some(Value::Null) => Map::new(),
+            Some(Value::Object(a)) => a,
+            Some(other) => {
+                return Err(Malformed::new(
+                    Some(id),
+                    format!("`args` must be an object, got {}", kind(&other)),
+                ))
+            }
+        };
+        Ok(Command { id, tool, args })
+    }
+}
+
+/// A polling answer `{"commands": [...]}`: each command read as [`Command::parse`] does, so one
+/// broken or too deeply nested command is answered by its id and the others still run. `Err`
+/// when the answer is not a batch at all.
+pub fn parse_batch(text: &str) -> Result<Vec<Result<Command, Malformed>>, String> {
+    #[derive(Deserialize)]
+    struct Batch {
+        #[serde(default)]
+        commands: Vec<Value>,
+    }
+    match serde_json::from_str::<Batch>(text) {
+        Ok(b) => Ok(b.commands.into_iter().map(Command::from_value).collect()),
+        Err(e) => {
+            let list = top_level_field(text, "commands")
+                .filter(|raw| raw.starts_with('['))
+                .and_then(top_level_members)
+                .ok_or_else(|| format!("not a command batch ({e})"))?;
+            Ok(list.into_iter().map(|(_, raw)| Command::parse(raw)).collect())
+        }
+    }
+}
+
+/// "an array", "a string", … for messages.
+pub fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// The raw JSON text of each member of the object or array `text` holds (for an array, the key
+/// is `None`), found without recursion, so JSON nested too deeply to parse still gives its
+/// top-level members. `None` when `text` is not an object or array up to where it was read.
+pub fn top_level_members(text: &str) -> Option<Vec<(Option<String>, &str)>> {
+    let b = text.as_bytes();
+    let mut i = skip_ws(b, 0);
+    let object = match b.get(i)? {
+        b'{' => true,
+        b'[' => false,
+        _ => return None,
+    };
+    i += 1;
+    let mut out = Vec::new();
+    loop {
+        i = skip_ws(b, i);
+        match b.get(i)? {
+            b'}' | b']' => return Some(out),
+            b',' => {
+                i += 1;
+                continue;
+            }
+            _ => {}
+        }
+        let key = if object {
+            let end = skip_string(b, i)?;
+            let key: String = serde_json::from_str(&text[i..end]).ok()?;
+            i = skip_ws(b, end);
+            if b.get(i)? != &b':' {
+                return None;
+            }
+            i = skip_ws(b, i + 1);
+            Some(key)
+        } else {
+            None
+        };
+        let end = skip_value(b, i)?;
+        out.push((key, &text[i..end]));
+        i = end;
+    }
+}
+
+fn skip_ws(b: &[u8], mut i: usize) -> usize {
+    while b.get(i).is_some_and(|c| c.is_ascii_whitespace()) {
+        i += 1;
+    }
+    i
+}
+
+/// The end of the string starting at `b[i] == '"'`.
+fn skip_string(b: &[u8], mut i: usize) -> Option<usize> {
+    if b.get(i)? != &b'"' {
+        return None;
+    }
+    i += 1;
+    loop {
+        match b.get(i)? {
+            b'\\' => i += 2,
+            b'"' => return Some(i + 1),
+            _ => i += 1,
+        }
+    }
+}
+
+/// The end of the value starting at `i`: a counter, not recursion, tracks the nesting.
+fn skip_value(b: &[u8], mut i: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    loop {
+        match b.get(i)? {
+            b'"' => i = skip_string(b, i)?,
+            b'{' | b'[' => {
+                depth += 1;
+                i += 1;
+            }
+            b'}' | b']' if depth == 0 => return Some(i),
+            b'}' | b']' => {
+                depth -= 1;
+                i += 1;
+            }
+            b',' if depth == 0 => return Some(i),
+            c if depth == 0 && c.is_ascii_whitespace() => return Some(i),
+            _ => i += 1,
+        }
+        if depth == 0 && matches!(b.get(i - 1), Some(b'"' | b'}' | b']')) {
+            return Some(i);
+        }
+    }
+}
+
+/// The string `id` of the object `text` holds, however broken the rest is.
+pub fn scan_id(text: &str) -> Option<String> {
+    top_level_field(text, "id").and_then(|raw| match serde_json::from_str::<Value>(raw).ok()? {
+        Value::String(s) => Some(s),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    })
+}
+
+/// The raw text of one top-level field, when the object can be scanned up to it.
+pub fn top_level_field<'a>(text: &'a str, name: &str) -> Option<&'a str> {
+    // A truncated or broken object still yields the members before the break.
+    let mut found = None;
+    let b = text.as_bytes();
+    let mut i = skip_ws(b, 0);
+    if b.get(i)? != &b'{' {
+        return None;
+    }
+    i += 1;
+    loop {
+        i = skip_ws(b, i);
+        match b.get(i) {
+            Some(b',') => {
+                i += 1;
+                continue;
+            }
+            Some(b'"') => {}
+            _ => return found,
+        }
+        let end = skip_string(b, i)?;
+        let key: Option<String> = serde_json::from_str(&text[i..end]).ok();
+        i = skip_ws(b, end);
+        if b.get(i) != Some(&b':') {
+            return found;
+        }
+        i = skip_ws(b, i + 1);
+        let Some(vend) = skip_value(b, i) else {
+            return found;
+        };
+        if key.as_deref() == Some(name) && found.is_none() {
+            found = Some(&text[i..vend]);
+        }
+        i = vend;
+    }
+}
+
 /// What a tool produced: a list of content blocks.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ToolResult {
@@ -140,6 +410,75 @@ mod tests {
         );
         assert_eq!(c.tool, "navigate");
         assert_eq!(c.args["tabId"], 7);
+    }
+
+    #[test]
+    fn malformed_commands_keep_their_id_and_say_what_is_wrong() {
+        let err = |text: &str| Command::parse(text).expect_err(text);
+        let e = err(r#"{"id":"a","tool":"navigate","args":[1]}"#);
+        assert_eq!(e.id.as_deref(), Some("a"));
+        assert!(e.error.contains("`args` must be an object, got an array"), "{}", e.error);
+        let e = err(r#"{"id":"b","args":{}}"#);
+        assert_eq!(e.id.as_deref(), Some("b"));
+        assert!(e.error.contains("`tool` is missing"), "{}", e.error);
+        let e = err(r#"{"id":"c","tool":7}"#);
+        assert!(e.error.contains("`tool` must be a string naming a tool, got a number"));
+        let e = err(r#"{"id":5,"tool":"x"}"#);
+        assert_eq!(e.id.as_deref(), Some("5"));
+        assert_eq!(err(r#"{"tool":"x"}"#).id, None);
+        assert_eq!(err(r#"[1,2]"#).id, None);
+        // Deeper than serde_json reads: the id is still found.
+        let deep = format!(
+            r#"{{"tool":"x","args":{{"a":{}1{}}},"id":"deep"}}"#,
+            "[".repeat(300),
+            "]".repeat(300)
+        );
+        let e = err(&deep);
+        assert_eq!(e.id.as_deref(), Some("deep"));
+        assert!(e.error.contains("nested deeper than the 128 levels"), "{}", e.error);
+        // Broken JSON after the id.
+        let e = err(r#"{"id":"br\"oken","tool":"x","args":{"#);
+        assert_eq!(e.id.as_deref(), Some("br\"oken"));
+        assert!(e.error.contains("not valid JSON"), "{}", e.error);
+        // Too large: refused before it is parsed.
+        let big = format!(r#"{{"id":"big","tool":"x","args":{{"t":"{}"}}}}"#, "x".repeat(MAX_COMMAND_BYTES));
+        let e = err(&big);
+        assert_eq!(e.id.as_deref(), Some("big"));
+        assert!(e.error.contains("4 MiB"), "{}", e.error);
+        let e = err(&format!(r#"{{"id":"{}","tool":"x"}}"#, "i".repeat(2000)));
+        assert!(e.error.contains("longer than 1024"), "{}", e.error);
+        // Null args are empty args.
+        let c = Command::parse(r#"{"id":"n","tool":"x","args":null}"#).expect("null args");
+        assert!(c.args.is_empty());
+    }
+
+    #[test]
+    fn a_broken_command_in_a_batch_is_answered_and_the_others_run() {
+        let deep = format!(r#"{{"commands":[{{"id":"1","tool":"a"}},{{"id":"2","tool":"b","args":{}{}}},{{"id":"3","tool":"c","args":7}}]}}"#, "[".repeat(200), "]".repeat(200));
+        let got = parse_batch(&deep).expect("a batch");
+        assert_eq!(got.len(), 3);
+        assert_eq!(got[0].as_ref().map(|c| c.tool.as_str()), Ok("a"));
+        assert_eq!(got[1].as_ref().unwrap_err().id.as_deref(), Some("2"));
+        assert_eq!(got[2].as_ref().unwrap_err().id.as_deref(), Some("3"));
+        assert!(parse_batch(r#"{"commands":[]}"#).unwrap().is_empty());
+        assert!(parse_batch(r#"{}"#).unwrap().is_empty());
+        assert!(parse_batch("<html>").is_err());
+    }
+
+    #[test]
+    fn top_level_members_are_found_without_recursion() {
+        let deep = format!(r#"{{"commands":[{{"id":"1"}}, {{"id":"2","a":{}{}}}, 3, "s,]"]}}"#, "[".repeat(1000), "]".repeat(1000));
+        let m = top_level_members(&deep).expect("an object");
+        assert_eq!(m.len(), 1);
+        assert_eq!(m[0].0.as_deref(), Some("commands"));
+        let items = top_level_members(m[0].1).expect("an array");
+        assert_eq!(items.len(), 4);
+        assert_eq!(items[0].1, r#"{"id":"1"}"#);
+        assert_eq!(scan_id(items[1].1).as_deref(), Some("2"));
+        assert_eq!(items[2].1, "3");
+        assert_eq!(items[3].1, r#""s,]""#);
+        assert_eq!(top_level_members("nope"), None);
+        assert_eq!(top_level_members(r#"{"a":"#), None);
     }
 
     #[test]

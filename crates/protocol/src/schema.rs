@@ -5,12 +5,24 @@
 
 use serde_json::{Map, Value};
 
+/// An argument that does not fit: which one (its path, e.g. `coordinate[1]`) and the message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArgError {
+    pub argument: String,
+    pub message: String,
+}
+
 /// Validates an object of arguments against an object schema.
 pub fn check_args(schema: &Value, args: &Map<String, Value>) -> Result<(), String> {
+    check_args_at(schema, args).map_err(|e| e.message)
+}
+
+/// [`check_args`], saying which argument failed.
+pub fn check_args_at(schema: &Value, args: &Map<String, Value>) -> Result<(), ArgError> {
     check_object(schema, args, "")
 }
 
-fn check_object(schema: &Value, obj: &Map<String, Value>, prefix: &str) -> Result<(), String> {
+fn check_object(schema: &Value, obj: &Map<String, Value>, prefix: &str) -> Result<(), ArgError> {
     let props = schema.get("properties").and_then(Value::as_object);
     if let Some(required) = schema.get("required").and_then(Value::as_array) {
         for name in required.iter().filter_map(Value::as_str) {
@@ -19,9 +31,10 @@ fn check_object(schema: &Value, obj: &Map<String, Value>, prefix: &str) -> Resul
                     .and_then(|p| p.get(name))
                     .map(describe)
                     .unwrap_or_else(|| "a value".into());
-                return Err(format!(
-                    "Missing required argument `{prefix}{name}` ({expected})."
-                ));
+                return Err(ArgError {
+                    argument: format!("{prefix}{name}"),
+                    message: format!("Missing required argument `{prefix}{name}` ({expected})."),
+                });
             }
         }
     }
@@ -36,12 +49,12 @@ fn check_object(schema: &Value, obj: &Map<String, Value>, prefix: &str) -> Resul
     Ok(())
 }
 
-fn check_value(schema: &Value, v: &Value, path: &str) -> Result<(), String> {
+fn check_value(schema: &Value, v: &Value, path: &str) -> Result<(), ArgError> {
     let bad = |rule: String| {
-        Err(format!(
-            "Invalid argument `{path}`: {rule}, got {}.",
-            shown(v)
-        ))
+        Err(ArgError {
+            argument: path.to_string(),
+            message: format!("Invalid argument `{path}`: {rule}, got {}.", shown(v)),
+        })
     };
     if let Some(types) = schema.get("type") {
         let ok = match types {
@@ -53,7 +66,13 @@ fn check_value(schema: &Value, v: &Value, path: &str) -> Result<(), String> {
             _ => true,
         };
         if !ok {
-            return bad(format!("expected {}", describe(schema)));
+            let whole = matches!(types, Value::String(t) if t == "integer") && v.is_number();
+            let rule = if whole {
+                "expected integer (a whole number written without a fraction or exponent, such as 5)".to_string()
+            } else {
+                format!("expected {}", describe(schema))
+            };
+            return bad(rule);
         }
     }
     if let Some(options) = schema.get("enum").and_then(Value::as_array) {
@@ -109,7 +128,9 @@ fn type_matches(t: &str, v: &Value) -> bool {
         "string" => v.is_string(),
         "boolean" => v.is_boolean(),
         "number" => v.is_number(),
-        "integer" => v.as_f64().is_some_and(|n| n.fract() == 0.0),
+        // Written as an integer: `5.0`, `1e20` and `"3"` are not (the typed parse would refuse
+        // them with a message naming nothing, or round them).
+        "integer" => v.is_i64() || v.is_u64(),
         "array" => v.is_array(),
         "object" => v.is_object(),
         "null" => v.is_null(),
@@ -173,7 +194,87 @@ mod tests {
             &args(json!({"tabId": 3, "action": "screenshot", "extra": 1})),
         )
         .unwrap();
-        check_args(&schema(), &args(json!({"tabId": 3.0, "action": "left_click", "coordinate": [1, 2.5], "value": true}))).unwrap();
+        check_args(&schema(), &args(json!({"tabId": 3, "action": "left_click", "coordinate": [1, 2.5], "value": true}))).unwrap();
+    }
+
+    #[test]
+    fn integers_are_written_as_integers() {
+        for (bad, shown) in [
+            (json!(5.0), "5.0"),
+            (json!(1e20), "1e+20"),
+            (json!(1.5), "1.5"),
+            (json!("3"), "\"3\""),
+            (json!(true), "true"),
+        ] {
+            let e = check_args_at(
+                &schema(),
+                &args(json!({"tabId": bad, "action": "screenshot"})),
+            )
+            .unwrap_err();
+            assert_eq!(e.argument, "tabId");
+            assert!(e.message.starts_with("Invalid argument `tabId`: expected integer"), "{e:?}");
+            assert!(e.message.ends_with(&format!("got {shown}.")), "{e:?}");
+        }
+        let e = check_args(
+            &schema(),
+            &args(json!({"tabId": 1, "action": "screenshot", "repeat": 2.0})),
+        )
+        .unwrap_err();
+        assert!(e.contains("`repeat`: expected integer (a whole number"), "{e}");
+        check_args(&schema(), &args(json!({"tabId": -1, "action": "screenshot", "repeat": 7}))).unwrap();
+        check_args(&schema(), &args(json!({"tabId": u64::MAX, "action": "screenshot"}))).unwrap();
+    }
+
+    /// Every integer argument of every tool in the catalog refuses `5.0`, naming itself.
+    #[test]
+    fn every_integer_argument_of_the_catalog_refuses_a_float() {
+        let mut checked = 0;
+        for spec in crate::catalog() {
+            let Some(props) = spec.input_schema.get("properties").and_then(Value::as_object) else {
+                continue;
+            };
+            for (name, sub) in props {
+                if sub.get("type").and_then(Value::as_str) != Some("integer") {
+                    continue;
+                }
+                let e = check_args_at(&spec.input_schema, &args(json!({ name.clone(): 5.0 })));
+                let e = match e {
+                    Err(e) if e.argument == *name => e,
+                    // A required argument checked first: give the others too.
+                    _ => {
+                        let mut all = Map::new();
+                        for (n, s) in props {
+                            all.insert(n.clone(), sample(s));
+                        }
+                        all.insert(name.clone(), json!(5.0));
+                        check_args_at(&spec.input_schema, &all).unwrap_err()
+                    }
+                };
+                assert_eq!(e.argument, *name, "{} {name}: {e:?}", spec.name);
+                assert!(e.message.contains("expected integer"), "{e:?}");
+                checked += 1;
+            }
+        }
+        assert!(checked >= 20, "{checked} integer arguments");
+    }
+
+    /// A valid value for a property schema (for the catalog-wide check above).
+    fn sample(s: &Value) -> Value {
+        if let Some(first) = s.get("enum").and_then(Value::as_array).and_then(|e| e.first()) {
+            return first.clone();
+        }
+        let min = s.get("minimum").and_then(Value::as_i64).unwrap_or(1);
+        match s.get("type").and_then(Value::as_str) {
+            Some("integer") | Some("number") => json!(min.max(1)),
+            Some("boolean") => json!(true),
+            Some("array") => {
+                let n = s.get("minItems").and_then(Value::as_u64).unwrap_or(1) as usize;
+                let item = s.get("items").map(sample).unwrap_or(json!(1));
+                Value::Array(vec![item; n])
+            }
+            Some("object") => json!({}),
+            _ => json!("x"),
+        }
     }
 
     #[test]

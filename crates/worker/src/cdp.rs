@@ -26,6 +26,8 @@ async fn ensure_attached(tab_id: i32) -> Result<(), String> {
     if ATTACHED.with(|a| a.borrow().contains(&tab_id)) {
         return Ok(());
     }
+    // Never attach to a page outside the boundary (the extension's own, browser pages, files).
+    crate::boundary::check_now(tab_id).await?;
     let restarted = match with_timeout(DEFAULT_TIMEOUT_MS, "attaching the debugger", debugger::attach(tab_id)).await? {
         Ok(()) => false,
         // Still attached from before a worker restart: the session is ours.
@@ -65,6 +67,7 @@ pub async fn send_with_timeout(
 ) -> Result<Value, String> {
     crate::idle::touch(tab_id);
     ensure_attached(tab_id).await?;
+    crate::boundary::check_known(tab_id)?;
     let result = with_timeout(
         timeout_ms,
         method,
@@ -168,6 +171,7 @@ pub async fn send_to_with_timeout(
     };
     crate::idle::touch(target.tab);
     ensure_attached(target.tab).await?;
+    crate::boundary::check_known(target.tab)?;
     let out = with_timeout(
         timeout_ms,
         method,

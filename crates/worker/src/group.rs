@@ -84,8 +84,13 @@ pub async fn tabs_of(group_id: i32) -> Result<Vec<Tab>, String> {
 }
 
 /// The tab, if it belongs to the automation group; otherwise an error that lists the valid ids.
-pub async fn check_tab(tab_id: i32) -> Result<Tab, String> {
-    let tab = tabs::get(tab_id).await.ok();
+/// Takes the id as the command gave it: one that is not a tab id at all (negative, too large)
+/// gets the same answer as a tab that does not exist, without asking Chrome.
+pub async fn check_tab(tab_id: i64) -> Result<Tab, String> {
+    let tab = match i32::try_from(tab_id) {
+        Ok(id) if id >= 0 => tabs::get(id).await.ok(),
+        _ => None,
+    };
     // Fast path: the tab is in the group we know, which therefore still exists.
     if let (Some(known), Some(tab)) = (KNOWN.with(Cell::get), tab.as_ref()) {
         if tab.group_id == known {
@@ -98,6 +103,35 @@ pub async fn check_tab(tab_id: i32) -> Result<Tab, String> {
             return Ok(tab.clone());
         }
     }
+    let why = if tab.is_none() {
+        "does not exist"
+    } else {
+        "is not in the automation tab group"
+    };
+    Err(format!("Tab {tab_id} {why}{}", valid_ids(group).await?))
+}
+
+/// "Valid tab ids: 3, 4. Call tabs_context_mcp to list them." (or how to create the group):
+/// said after every message about a wrong `tabId`.
+pub async fn valid_tabs_note() -> String {
+    let listed = match find().await {
+        Ok(group) => valid_ids(group).await,
+        Err(e) => Err(e),
+    };
+    match listed {
+        Ok(end) => {
+            let end = end.trim_start_matches([',', '.', ' ']);
+            let mut chars = end.chars();
+            chars
+                .next()
+                .map(|c| c.to_uppercase().collect::<String>() + chars.as_str())
+                .unwrap_or_default()
+        }
+        Err(e) => format!("The valid tab ids could not be listed: {e}"),
+    }
+}
+
+async fn valid_ids(group: Option<i32>) -> Result<String, String> {
     let valid = match group {
         Some(g) => tabs_of(g)
             .await?
@@ -107,16 +141,11 @@ pub async fn check_tab(tab_id: i32) -> Result<Tab, String> {
             .collect::<Vec<_>>(),
         None => Vec::new(),
     };
-    let why = if tab.is_none() {
-        "does not exist"
-    } else {
-        "is not in the automation tab group"
-    };
-    Err(if valid.is_empty() {
-        format!("Tab {tab_id} {why}, and there is no automation tab group yet. Call tabs_context_mcp with createIfEmpty: true first.")
+    Ok(if valid.is_empty() {
+        ", and there is no automation tab group yet. Call tabs_context_mcp with createIfEmpty: true first.".to_string()
     } else {
         format!(
-            "Tab {tab_id} {why}. Valid tab ids: {}. Call tabs_context_mcp to list them.",
+            ". Valid tab ids: {}. Call tabs_context_mcp to list them.",
             valid.join(", ")
         )
     })

@@ -1,6 +1,7 @@
 //! The Browser Operator service worker. `extension/worker.js` loads this wasm, registers every
 //! chrome.* listener synchronously and hands the events to the functions exported here.
 
+mod boundary;
 mod brand;
 mod btcp;
 mod cdp;
@@ -67,6 +68,7 @@ pub fn on_debugger_event(source: JsValue, method: String, params: JsValue) {
         .ok()
         .and_then(|v| v.as_string());
     let params: serde_json::Value = js::from_js(params).unwrap_or(serde_json::Value::Null);
+    boundary::on_event(tab as i32, session.as_deref(), &method, &params);
     observers::on_event(tab as i32, session.as_deref(), &method, &params);
 }
 
@@ -91,6 +93,7 @@ pub fn on_tab_created(tab: JsValue) {
 #[wasm_bindgen(js_name = onTabRemoved)]
 pub fn on_tab_removed(tab: i32) {
     refs::forget(tab);
+    boundary::forget(tab);
     observers::forget(tab);
     tools::computer::screenshot::forget(tab);
     tools::read_page::forget(tab);

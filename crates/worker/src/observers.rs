@@ -67,7 +67,7 @@ pub struct TimedResource {
     pub at: f64,
 }
 
-#[derive(Clone)]
+#[derive(Clone, PartialEq)]
 pub struct Dialog {
     pub kind: String,
     pub message: String,

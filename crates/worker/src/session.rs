@@ -9,7 +9,9 @@ use crate::js::{log, now_ms, sleep_ms, with_timeout};
 use crate::tools;
 use crate::transport::{self, Ended};
 use futures_channel::{mpsc, oneshot};
-use protocol::{Command, CommandResult, ConfigError, ConnectionConfig, Outcome, Transport};
+use protocol::{
+    Command, CommandResult, ConfigError, ConnectionConfig, Malformed, Outcome, Transport,
+};
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
@@ -467,32 +469,61 @@ async fn keep_alive(gen: u64) {
 /// A command from any transport: executed once per id (across worker restarts), in order per
 /// tab and concurrently across tabs, answered through the live connection or the outbox.
 pub fn receive(cmd: Command) {
-    enum Next {
-        Run,
-        Wait,
-        Answer(CommandResult),
-    }
-    let next = with(|s| {
-        match s.seen.get(&cmd.id) {
-        None => {
-            s.remember(&cmd.id, Seen::Running);
-            Next::Run
-        }
-        Some(Seen::Running) => Next::Wait, // its result will come
-        Some(Seen::Done(Some(r))) => Next::Answer(r.clone()),
-        Some(Seen::Done(None)) => Next::Answer(CommandResult {
-            command_id: cmd.id.clone(),
-            outcome: Outcome::Error {
-                error: "This command id was already executed by this browser (its result was sent then); it is not run twice.".into(),
-            },
-        }),
-    }
-    });
-    match next {
+    match admit(&cmd.id, None) {
         Next::Wait => {}
         Next::Answer(r) => deliver(r),
         Next::Run => spawn_local(run_command(cmd)),
     }
+}
+
+/// A command as a transport read it: one that can't run but carries an id is answered with its
+/// error, exactly once per id like any command; one without an id is only logged.
+pub fn receive_parsed(parsed: Result<Command, Malformed>) {
+    match parsed {
+        Ok(cmd) => receive(cmd),
+        Err(Malformed { id: Some(id), error }) => {
+            let refused = CommandResult::error(id.clone(), error);
+            match admit(&id, Some(refused)) {
+                Next::Answer(r) => {
+                    deliver(r);
+                    drop(persist());
+                }
+                Next::Wait | Next::Run => {}
+            }
+        }
+        Err(Malformed { id: None, error }) => log(&format!("ignored {error}")),
+    }
+}
+
+enum Next {
+    Run,
+    Wait,
+    Answer(CommandResult),
+}
+
+/// What to do with an id: run it (first seen), wait for its running result, or answer from what
+/// is kept. `refused`: the id's answer is already known (a malformed command), kept as done.
+fn admit(id: &str, refused: Option<CommandResult>) -> Next {
+    with(|s| match s.seen.get(id) {
+        None => match refused {
+            Some(r) => {
+                s.remember(id, Seen::Done(Some(r.clone())));
+                Next::Answer(r)
+            }
+            None => {
+                s.remember(id, Seen::Running);
+                Next::Run
+            }
+        },
+        Some(Seen::Running) => Next::Wait, // its result will come
+        Some(Seen::Done(Some(r))) => Next::Answer(r.clone()),
+        Some(Seen::Done(None)) => Next::Answer(CommandResult {
+            command_id: id.to_string(),
+            outcome: Outcome::Error {
+                error: "This command id was already executed by this browser (its result was sent then); it is not run twice.".into(),
+            },
+        }),
+    })
 }
 
 async fn run_command(cmd: Command) {

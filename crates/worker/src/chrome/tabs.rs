@@ -35,6 +35,8 @@ pub struct Tab {
     #[serde(default)]
     pub pending_url: Option<String>,
     #[serde(default)]
+    pub status: Option<String>,
+    #[serde(default)]
     pub active: bool,
     #[serde(default)]
     pub opener_tab_id: Option<i32>,

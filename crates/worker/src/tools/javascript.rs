@@ -20,7 +20,15 @@ pub struct Args {
 
 pub async fn run(args: Args) -> Result<ToolResult, String> {
     let tab = args.tab_id;
-    let out = cdp::send_with_timeout(
+    let start = crate::js::now_ms();
+    let timed_out = |e: String| {
+        if e.contains("timed out") {
+            format!("The script did not finish within {} s (a promise that never settles, or a dialog open on the page).", EVAL_TIMEOUT_MS / 1000)
+        } else {
+            e
+        }
+    };
+    let mut out = cdp::send_with_timeout(
         tab,
         "Runtime.evaluate",
         json!({
@@ -34,34 +42,71 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
         EVAL_TIMEOUT_MS + 1_000,
     )
     .await
-    .map_err(|e| {
-        if e.contains("timed out") {
-            format!("The script did not finish within {} s (a promise that never settles, or a dialog open on the page).", EVAL_TIMEOUT_MS / 1000)
-        } else {
-            e
+    .map_err(timed_out)?;
+    // REPL mode awaits top-level `await`, not a promise that is the value of the last
+    // expression (`fetch(url)`, `Promise.resolve(5)`): that one is awaited here, within what
+    // is left of the same bound.
+    if out.get("exceptionDetails").is_none() {
+        if let Some(promise) = out
+            .pointer("/result/subtype")
+            .filter(|s| s.as_str() == Some("promise"))
+            .and_then(|_| out.pointer("/result/objectId"))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+        {
+            let spent = (crate::js::now_ms() - start).max(0.0) as u32;
+            let left = (EVAL_TIMEOUT_MS + 1_000).saturating_sub(spent).max(100);
+            let awaited = cdp::send_with_timeout(
+                tab,
+                "Runtime.awaitPromise",
+                json!({"promiseObjectId": promise, "returnByValue": false}),
+                left,
+            )
+            .await;
+            out = match awaited {
+                Ok(v) => v,
+                Err(e) => {
+                    release(tab).await;
+                    return Err(timed_out(e));
+                }
+            };
         }
-    })?;
+    }
     let text = if let Some(details) = out.get("exceptionDetails") {
         Err(describe_exception(details))
     } else {
         Ok(describe_value(tab, out.get("result").unwrap_or(&Value::Null)).await)
     };
     // Objects stay alive in the page until their group is released.
-    if out.pointer("/result/objectId").is_some() {
-        let _ = cdp::send(
-            tab,
-            "Runtime.releaseObjectGroup",
-            json!({"objectGroup": GROUP}),
-        )
-        .await;
+    if out.pointer("/result/objectId").is_some() || out.get("exceptionDetails").is_some() {
+        release(tab).await;
     }
     Ok(ToolResult::text(bounded(text?, MAX_OUTPUT_CHARS)))
+}
+
+async fn release(tab: i32) {
+    let _ = cdp::send(
+        tab,
+        "Runtime.releaseObjectGroup",
+        json!({"objectGroup": GROUP}),
+    )
+    .await;
 }
 
 fn describe_exception(details: &Value) -> String {
     let description = details
         .pointer("/exception/description")
         .and_then(Value::as_str);
+    // A thrown (or rejected) value that is not an Error: its value after the text.
+    let thrown = details.pointer("/exception/value").filter(|v| !v.is_null());
+    if let (None, Some(v)) = (description, thrown) {
+        let text = details
+            .get("text")
+            .and_then(Value::as_str)
+            .unwrap_or("Uncaught");
+        let v = v.as_str().map_or_else(|| v.to_string(), str::to_string);
+        return format!("{text} {v}");
+    }
     let message = description
         .and_then(|d| d.lines().next())
         .or_else(|| details.get("text").and_then(Value::as_str))

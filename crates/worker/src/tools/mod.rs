@@ -16,18 +16,40 @@ mod tabs;
 mod upload;
 mod window;
 
-use crate::{btcp, group, observers};
+use crate::{boundary, btcp, cdp, group, observers};
 use protocol::{schema, ToolResult};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 pub async fn dispatch(tool: &str, args: Map<String, Value>) -> Result<ToolResult, String> {
     let spec = protocol::tool(tool).ok_or_else(|| format!("Unknown tool: {tool}"))?;
-    schema::check_args(&spec.input_schema, &args)?;
+    if let Err(e) = schema::check_args_at(&spec.input_schema, &args) {
+        if e.argument == "tabId" {
+            return Err(format!("{} {}", e.message, group::valid_tabs_note().await));
+        }
+        return Err(e.message);
+    }
     // Every tool that takes a tabId acts on that tab: the boundary is checked here, once.
-    if let Some(tab_id) = args.get("tabId").and_then(Value::as_i64) {
-        let tab_id = i32::try_from(tab_id).map_err(|_| format!("Tab {tab_id} does not exist."))?;
-        group::check_tab(tab_id).await?;
+    if let Some(tab_arg) = args.get("tabId") {
+        // The schema let only integers through; one beyond i64 is no tab either.
+        let tab = group::check_tab(tab_arg.as_i64().unwrap_or(i64::MAX)).await?;
+        let tab_id = tab.id.ok_or("chrome.tabs returned a tab without an id")?;
+        // The page it shows: nothing outside the web is read or acted on, whatever the tool.
+        // Closing the tab, or navigating it to a URL (without the debugger), still works.
+        if let Err(e) = boundary::check(&tab) {
+            let history = matches!(
+                args.get("url").and_then(Value::as_str).map(str::trim),
+                Some("back" | "forward")
+            );
+            let leaves = tool == "tabs_close_mcp" || (tool == "navigate" && !history);
+            if !leaves {
+                if cdp::is_attached(tab_id) {
+                    crate::idle::detach(tab_id).await;
+                }
+                return Err(e);
+            }
+            return with_boundary_note(tab_id, run(tool, args).await).await;
+        }
         // The tab is in use until the command ends: no idle detach meanwhile.
         let _busy = crate::idle::busy(tab_id);
         // A group tab found here is recorded from now on (console, network, dialogs).
@@ -44,7 +66,7 @@ pub async fn dispatch(tool: &str, args: Map<String, Value>) -> Result<ToolResult
             }
         }
         let result = run(tool, args).await;
-        return match observers::open_dialog(tab_id) {
+        let result = match observers::open_dialog(tab_id) {
             None => result,
             Some(d) => {
                 let note = dialog_note(tab_id, &d);
@@ -59,8 +81,29 @@ pub async fn dispatch(tool: &str, args: Map<String, Value>) -> Result<ToolResult
                 }
             }
         };
+        if tool == "tabs_close_mcp" {
+            return result;
+        }
+        return with_boundary_note(tab_id, result).await;
     }
     run(tool, args).await
+}
+
+/// A command that left its tab on a page outside the boundary says so (and the tab is detached).
+async fn with_boundary_note(
+    tab_id: i32,
+    result: Result<ToolResult, String>,
+) -> Result<ToolResult, String> {
+    let Some(note) = boundary::after_command(tab_id).await else {
+        return result;
+    };
+    match result {
+        Ok(mut r) => {
+            r.content.push(protocol::ContentBlock::text(note));
+            Ok(r)
+        }
+        Err(e) => Err(format!("{e}\n{note}")),
+    }
 }
 
 fn dialog_note(tab: i32, d: &observers::Dialog) -> String {

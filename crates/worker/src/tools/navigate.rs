@@ -1,9 +1,10 @@
 //! navigate: load a URL (or go back/forward) in a group tab and wait, bounded, for the load.
+//! Every address, a history step's included, is held to `protocol::url_policy` first.
 
-use crate::cdp;
 use crate::chrome::tabs;
 use crate::js::{now_ms, sleep_ms};
-use protocol::ToolResult;
+use crate::{boundary, cdp};
+use protocol::{url_policy, ToolResult};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -19,12 +20,28 @@ pub struct Args {
 
 pub async fn run(args: Args) -> Result<ToolResult, String> {
     let tab = args.tab_id;
+    let shown = tabs::get(tab).await?;
+    let here = shown.url.clone().or(shown.pending_url.clone());
+    let step = match args.url.trim() {
+        "back" => Some(-1),
+        "forward" => Some(1),
+        _ => None,
+    };
+    let url = match step {
+        Some(_) => None,
+        None => Some(
+            url_policy::check_navigation(&args.url, here.as_deref())
+                .map_err(|rule| rule.navigation_error(args.url.trim()))?,
+        ),
+    };
+    if let (Some(url), Err(_)) = (url.as_deref(), boundary::check(&shown)) {
+        // The tab shows a page outside the boundary: it is sent away without the debugger.
+        return leave_refused_page(tab, url).await;
+    }
     let before = page_href(tab).await.unwrap_or_default();
-    match args.url.trim() {
-        "back" => history_step(tab, -1).await?,
-        "forward" => history_step(tab, 1).await?,
-        url => {
-            let url = normalize_url(url)?;
+    match (step, url.as_deref()) {
+        (Some(delta), _) => history_step(tab, delta, here.as_deref()).await?,
+        (None, Some(url)) => {
             let out = cdp::send(tab, "Page.navigate", json!({ "url": url })).await?;
             if let Some(err) = out.get("errorText").and_then(Value::as_str) {
                 if !err.is_empty() {
@@ -32,13 +49,9 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
                 }
             }
         }
+        (None, None) => {}
     }
-    let loaded = wait_for_load(
-        tab,
-        &before,
-        args.url.trim() != "back" && args.url.trim() != "forward",
-    )
-    .await;
+    let loaded = wait_for_load(tab, &before, step.is_none()).await?;
     let url = tabs::get(tab)
         .await
         .ok()
@@ -51,42 +64,38 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
     }))
 }
 
-/// Adds `https://` to a bare host and refuses pages the debugger can't drive.
-pub fn normalize_url(url: &str) -> Result<String, String> {
-    let lower = url.to_ascii_lowercase();
-    let has_scheme = lower.contains("://")
-        || ["about:", "data:", "javascript:", "view-source:", "blob:"]
-            .iter()
-            .any(|s| lower.starts_with(s));
-    let url = if has_scheme {
-        url.to_string()
-    } else {
-        format!("https://{url}")
-    };
-    let lower = url.to_ascii_lowercase();
-    let forbidden = [
-        "chrome://",
-        "chrome-extension://",
-        "edge://",
-        "devtools://",
-        "chrome-untrusted://",
-        "view-source:",
-        "javascript:",
-    ];
-    let store = [
-        "https://chrome.google.com/webstore",
-        "https://chromewebstore.google.com",
-    ];
-    if forbidden.iter().any(|p| lower.starts_with(p)) || store.iter().any(|p| lower.starts_with(p))
-    {
-        return Err(format!(
-            "Cannot navigate to {url}: Chrome does not let extensions automate browser pages, other extensions or the Web Store. Use an http(s) URL."
-        ));
+/// Loads `url` in a tab that shows a refused page, through chrome.tabs (the debugger never
+/// attaches there), and waits, bounded, until the tab has left that page and loaded.
+async fn leave_refused_page(tab: i32, url: &str) -> Result<ToolResult, String> {
+    tabs::update(
+        tab,
+        &tabs::UpdateProperties {
+            url: Some(url),
+            active: None,
+        },
+    )
+    .await?;
+    let start = now_ms();
+    loop {
+        let t = tabs::get(tab).await?;
+        let left = t.pending_url.is_none() && boundary::check(&t).is_ok();
+        let complete = t.status.as_deref() == Some("complete");
+        if (left && complete) || now_ms() - start >= LOAD_BOUND_MS {
+            boundary::check(&t)?;
+            let url = t.url.unwrap_or_default();
+            return Ok(ToolResult::text(if complete {
+                format!("Navigated to {url}")
+            } else {
+                format!("Navigated to {url} (still loading)")
+            }));
+        }
+        sleep_ms(50).await;
     }
-    Ok(url)
 }
 
-async fn history_step(tab: i32, delta: i64) -> Result<(), String> {
+/// Goes one step through the tab's history, after checking the page the step returns to
+/// against the same policy as any navigation.
+async fn history_step(tab: i32, delta: i64, here: Option<&str>) -> Result<(), String> {
     let history = cdp::send(tab, "Page.getNavigationHistory", json!({})).await?;
     let current = history
         .get("currentIndex")
@@ -97,11 +106,9 @@ async fn history_step(tab: i32, delta: i64) -> Result<(), String> {
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
-    let target = usize::try_from(current + delta)
+    let entry = usize::try_from(current + delta)
         .ok()
         .and_then(|i| entries.get(i))
-        .and_then(|e| e.get("id"))
-        .and_then(Value::as_i64)
         .ok_or_else(|| {
             if delta < 0 {
                 "There is no previous page in this tab's history.".to_string()
@@ -109,6 +116,18 @@ async fn history_step(tab: i32, delta: i64) -> Result<(), String> {
                 "There is no next page in this tab's history.".to_string()
             }
         })?;
+    let target = entry
+        .get("id")
+        .and_then(Value::as_i64)
+        .ok_or("the history entry has no id")?;
+    let entry_url = entry.get("url").and_then(Value::as_str).unwrap_or("");
+    if let Err(rule) = url_policy::check_navigation(entry_url, here) {
+        let which = if delta < 0 { "back" } else { "forward" };
+        return Err(format!(
+            "Cannot go {which} to {entry_url}. Refused: {}. Navigate to an http(s) URL instead.",
+            rule.rule()
+        ));
+    }
     cdp::send(
         tab,
         "Page.navigateToHistoryEntry",
@@ -130,54 +149,22 @@ async fn page_href(tab: i32) -> Option<String> {
     out.pointer("/result/value")?.as_str().map(str::to_string)
 }
 
-/// True once the document is complete (and, for history steps, has changed); false at the bound.
-async fn wait_for_load(tab: i32, before: &str, committed: bool) -> bool {
+/// True once the document is complete (and, for history steps, has changed); false at the
+/// bound; an error as soon as the tab is found on a page outside the boundary (a redirect).
+async fn wait_for_load(tab: i32, before: &str, committed: bool) -> Result<bool, String> {
     let start = now_ms();
     while now_ms() - start < LOAD_BOUND_MS {
+        boundary::check_known(tab)?;
         if let Some(state) = page_href(tab).await {
             let changed = committed || state != before || now_ms() - start > 1_000.0;
             if changed && state.ends_with(" complete") {
-                return true;
+                return Ok(true);
             }
+        } else if !cdp::is_attached(tab) {
+            // Chrome detached the debugger (a browser page): say where the tab is.
+            boundary::check_now(tab).await?;
         }
         sleep_ms(50).await;
     }
-    false
-}
-
-#[cfg(test)]
-mod tests {
-    use super::normalize_url;
-
-    #[test]
-    fn bare_hosts_get_https() {
-        assert_eq!(
-            normalize_url("example.com/a").expect("a bare host"),
-            "https://example.com/a"
-        );
-        assert_eq!(
-            normalize_url("http://127.0.0.1:9/x").expect("a full URL"),
-            "http://127.0.0.1:9/x"
-        );
-        assert_eq!(
-            normalize_url("about:blank").expect("about:blank"),
-            "about:blank"
-        );
-    }
-
-    #[test]
-    fn browser_pages_are_refused() {
-        for url in [
-            "chrome://settings",
-            "chrome-extension://abc/x.html",
-            "https://chromewebstore.google.com/detail/x",
-        ] {
-            assert!(
-                normalize_url(url)
-                    .expect_err(url)
-                    .contains("Cannot navigate"),
-                "{url}"
-            );
-        }
-    }
+    Ok(false)
 }

@@ -98,8 +98,20 @@ pub struct CloseArgs {
     tab_id: i32,
 }
 
+/// How long a tab may take to close (a hung page holds a close up) before the command says so.
+const CLOSE_BOUND_MS: u32 = 10_000;
+
 pub async fn close(args: CloseArgs) -> Result<ToolResult, String> {
-    tabs::remove(args.tab_id).await?;
+    // A debugger attached to a page that no longer answers keeps Chrome from closing it.
+    if crate::cdp::is_attached(args.tab_id) {
+        crate::idle::detach(args.tab_id).await;
+    }
+    crate::js::with_timeout(
+        CLOSE_BOUND_MS,
+        &format!("Closing tab {}", args.tab_id),
+        tabs::remove(args.tab_id),
+    )
+    .await??;
     let rest = match group::find().await? {
         Some(g) => context_text(g).await?,
         None => "The automation group has no tabs left.".into(),

@@ -30,7 +30,11 @@ pub async fn handle_dialog(args: DialogArgs) -> Result<ToolResult, String> {
         params["promptText"] = json!(t);
     }
     cdp::send(args.tab_id, "Page.handleJavaScriptDialog", params).await?;
-    observers::dialog_closed(args.tab_id);
+    // Only the dialog answered is gone: the page may have opened the next one already (an
+    // alert loop), and that one is reported, not forgotten.
+    if observers::open_dialog(args.tab_id).as_ref() == Some(&d) {
+        observers::dialog_closed(args.tab_id);
+    }
     let answer = match (&args.prompt_text, args.accept) {
         (Some(t), true) if d.kind == "prompt" => format!(" with \"{t}\""),
         _ => String::new(),

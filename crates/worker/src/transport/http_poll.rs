@@ -11,20 +11,13 @@ use futures_channel::mpsc;
 use futures_util::future::{select, Either};
 use futures_util::StreamExt;
 use protocol::config::{LONG_POLL_WAIT_S, SHORT_POLL_INTERVAL_MS};
-use protocol::{Command, CommandResult, ConnectionConfig};
-use serde::Deserialize;
+use protocol::{Command, CommandResult, ConnectionConfig, Malformed};
 use std::future::Future;
 use wasm_bindgen_futures::spawn_local;
 
-#[derive(Deserialize)]
-struct Batch {
-    #[serde(default)]
-    commands: Vec<serde_json::Value>,
-}
-
 /// How one poll ended.
 enum Polled {
-    Commands(Vec<serde_json::Value>),
+    Commands(Vec<Result<Command, Malformed>>),
     Ended(Ended),
 }
 
@@ -60,11 +53,8 @@ pub async fn run(
                     authenticated = true;
                     on_auth();
                 }
-                for v in list {
-                    match serde_json::from_value::<Command>(v) {
-                        Ok(cmd) => session::receive(cmd),
-                        Err(e) => crate::js::log(&format!("ignored a malformed command: {e}")),
-                    }
+                for parsed in list {
+                    session::receive_parsed(parsed);
                 }
             }
         }
@@ -118,11 +108,11 @@ async fn poll_once(
         Err(e) => return Polled::Ended(super::lost(authenticated, e)),
     };
     match status {
-        200 => match serde_json::from_str::<Batch>(&text) {
-            Ok(b) => Polled::Commands(b.commands),
+        200 => match protocol::message::parse_batch(&text) {
+            Ok(list) => Polled::Commands(list),
             Err(e) => Polled::Ended(super::lost(
                 authenticated,
-                format!("{url} answered something that is not a command batch: {e}"),
+                format!("{url} answered something that is {e}"),
             )),
         },
         401 | 403 => Polled::Ended(Ended::Unauthorized(format!("HTTP {status}"))),

@@ -90,12 +90,7 @@ pub async fn run(
                 };
                 for ev in events {
                     match ev.event.as_str() {
-                        "message" => match serde_json::from_str::<Command>(&ev.data) {
-                            Ok(cmd) => session::receive(cmd),
-                            Err(e) => {
-                                crate::js::log(&format!("ignored a malformed command event: {e}"))
-                            }
-                        },
+                        "message" => session::receive_parsed(Command::parse(&ev.data)),
                         "disconnect" => return Ended::Disconnected(super::short(&ev.data)),
                         _ => {}
                     }

@@ -80,7 +80,7 @@ pub async fn run(
                 let _ = ws.close(Some(1000), Some("extension disconnected"));
                 return Ended::Stopped;
             }
-            Either::Left(Some(Ok(Message::Text(text)))) => match serde_json::from_str(&text) {
+            Either::Left(Some(Ok(Message::Text(text)))) => match ServerFrame::parse(&text) {
                 Ok(ServerFrame::AuthOk) => {
                     if !authenticated {
                         authenticated = true;
@@ -97,7 +97,15 @@ pub async fn run(
                 }
                 Ok(ServerFrame::Error { message }) => session::server_said(&message),
                 Ok(ServerFrame::Unknown) => {}
-                Err(e) => crate::js::log(&format!("ignored a malformed frame: {e}")),
+                // A command that can't run is answered by its id; other broken frames are
+                // logged.
+                Err(malformed) => {
+                    if malformed.id.is_some() && !authenticated {
+                        authenticated = true;
+                        on_auth();
+                    }
+                    session::receive_parsed(Err(malformed));
+                }
             },
             Either::Left(Some(Ok(Message::Bytes(_)))) => {}
             Either::Left(Some(Err(WebSocketError::ConnectionClose(ev)))) => {

@@ -1,0 +1,150 @@
+//! The page a group tab shows, held to `protocol::url_policy`: a tab showing the extension's own
+//! pages, another extension's, a browser page or a local file is never attached to, evaluated
+//! in, read or acted on, however it got there. Checked from chrome.tabs before every tool that
+//! takes a tab (dispatch) and before every debugger attach; while attached, the main frame's
+//! navigations (CDP events) keep what is known current, so every CDP call checks it without a
+//! round trip (the page can change between the check and the act). A tab found on such a page
+//! is detached.
+
+use crate::chrome::tabs::{self, Tab};
+use protocol::url_policy::{self, Refusal};
+use serde_json::Value;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use wasm_bindgen_futures::spawn_local;
+
+#[derive(Default)]
+struct Known {
+    /// Tabs known to show (or to be committing) a refused page: the rule and the URL.
+    refused: HashMap<i32, (Refusal, String)>,
+    /// Each attached tab's main frame id, learnt from its navigations.
+    main_frame: HashMap<i32, String>,
+}
+
+thread_local! {
+    static KNOWN: RefCell<Known> = RefCell::new(Known::default());
+}
+
+fn with<R>(f: impl FnOnce(&mut Known) -> R) -> R {
+    KNOWN.with(|k| f(&mut k.borrow_mut()))
+}
+
+/// The address the tab shows, or is about to show: a pending navigation to a refused page counts
+/// as shown (it commits in a moment), and so does a committed one while another is pending.
+fn refusal(tab: &Tab) -> Option<(Refusal, String)> {
+    [tab.url.as_deref(), tab.pending_url.as_deref()]
+        .into_iter()
+        .flatten()
+        .filter(|u| !u.is_empty())
+        .find_map(|u| url_policy::check_page(u).err().map(|r| (r, u.to_string())))
+}
+
+/// Checks the page a tab (as chrome.tabs just reported it) shows, and records the answer.
+pub fn check(tab: &Tab) -> Result<(), String> {
+    let Some(id) = tab.id else {
+        return Ok(());
+    };
+    match refusal(tab) {
+        None => {
+            with(|k| k.refused.remove(&id));
+            Ok(())
+        }
+        Some((rule, url)) => {
+            let e = rule.page_error(id, &url);
+            with(|k| k.refused.insert(id, (rule, url)));
+            Err(e)
+        }
+    }
+}
+
+/// The tab, looked up now, and checked (before a debugger attach).
+pub async fn check_now(tab_id: i32) -> Result<(), String> {
+    match tabs::get(tab_id).await {
+        Ok(tab) => check(&tab),
+        // A tab that is gone fails at attach with its own message.
+        Err(_) => Ok(()),
+    }
+}
+
+/// What is known without a round trip: before every CDP call.
+pub fn check_known(tab_id: i32) -> Result<(), String> {
+    with(|k| {
+        k.refused
+            .get(&tab_id)
+            .map_or(Ok(()), |(rule, url)| Err(rule.page_error(tab_id, url)))
+    })
+}
+
+/// After a command on the tab: when it left the tab on a refused page, the debugger is
+/// detached and the answer says so.
+pub async fn after_command(tab_id: i32) -> Option<String> {
+    let tab = tabs::get(tab_id).await.ok()?;
+    let e = check(&tab).err()?;
+    leave(tab_id).await;
+    Some(format!("{e} The debugger was detached from it."))
+}
+
+/// Detaches the debugger from a tab that shows a refused page.
+async fn leave(tab_id: i32) {
+    if crate::cdp::is_attached(tab_id) {
+        crate::idle::detach(tab_id).await;
+    }
+    with(|k| k.main_frame.remove(&tab_id));
+}
+
+/// CDP events of an attached tab: a main-frame navigation to a refused page marks the tab at
+/// once (from when Chrome says where it starts navigating), and detaches it when it commits.
+pub fn on_event(tab: i32, session: Option<&str>, method: &str, p: &Value) {
+    if session.is_some() {
+        return;
+    }
+    let url = match method {
+        "Page.frameNavigated" => {
+            let frame = p.get("frame");
+            if frame.and_then(|f| f.get("parentId")).is_some() {
+                return;
+            }
+            if let Some(id) = frame.and_then(|f| f.get("id")).and_then(Value::as_str) {
+                with(|k| k.main_frame.insert(tab, id.to_string()));
+            }
+            frame.and_then(|f| f.get("url")).and_then(Value::as_str)
+        }
+        "Page.frameStartedNavigating" => {
+            let frame = p.get("frameId").and_then(Value::as_str);
+            let main = with(|k| k.main_frame.get(&tab).cloned());
+            if frame.is_none() || frame != main.as_deref() {
+                return;
+            }
+            p.get("url").and_then(Value::as_str)
+        }
+        _ => return,
+    };
+    let Some(url) = url.filter(|u| !u.is_empty()) else {
+        return;
+    };
+    match url_policy::check_page(url) {
+        Ok(()) => {
+            // A navigation that only started proves nothing about the page shown until it
+            // commits; a committed one does.
+            if method == "Page.frameNavigated" {
+                with(|k| k.refused.remove(&tab));
+            }
+        }
+        Err(rule) => {
+            with(|k| k.refused.insert(tab, (rule, url.to_string())));
+            // Detached once it commits: a navigation that Chrome blocks leaves the page where
+            // it was (and the next command's check clears the mark).
+            if method == "Page.frameNavigated" {
+                spawn_local(leave(tab));
+            }
+        }
+    }
+}
+
+/// The tab closed.
+pub fn forget(tab_id: i32) {
+    with(|k| {
+        k.refused.remove(&tab_id);
+        k.main_frame.remove(&tab_id);
+    });
+}
