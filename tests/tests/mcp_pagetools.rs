@@ -4,8 +4,9 @@
 //! page registers another provider, and changes the page by calling a page tool.
 
 use browser_operator_e2e::mcp::{error_of, stdio_with_browser, text_of};
-use browser_operator_e2e::{temp_dir, FixtureServer, Result};
+use browser_operator_e2e::{temp_dir, Error, FixtureServer, Result};
 use serde_json::{json, Value};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 /// Bound on waiting for a change notice (the server checks every few seconds).
@@ -151,6 +152,59 @@ async fn page_tools_are_listed_as_untrusted_change_with_the_page_and_can_be_call
     let lists: Value = serde_json::from_str(&lists)?;
     assert_eq!(lists[0]["text"], "milk", "the first tab's list is its own");
     assert_eq!(lists.as_array().map(Vec::len), Some(1));
+
+    // tools/list while a long command runs in the first tab: the tab's page tools are listed
+    // without waiting behind it. The command waits on a message the test sends from the
+    // second tab only once tools/list has answered.
+    let done = AtomicBool::new(false);
+    let long = async {
+        let answer = mcp
+            .call(
+                "javascript_tool",
+                json!({"tabId": tab, "text": "localStorage.setItem('long', 'running'); await new Promise((resolve) => { const c = new BroadcastChannel('release'); c.onmessage = (e) => { c.close(); resolve(e.data); }; })"}),
+            )
+            .await;
+        done.store(true, Ordering::SeqCst);
+        answer
+    };
+    let probe = async {
+        let asked = std::time::Instant::now();
+        loop {
+            let state = text_of(
+                &mcp.call(
+                    "javascript_tool",
+                    json!({"tabId": second, "text": "String(localStorage.getItem('long'))"}),
+                )
+                .await?,
+            )?;
+            if state == "running" {
+                break;
+            }
+            if asked.elapsed() > NOTICE {
+                return Err(Error::new("the long command never started"));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let listed = mcp.tools_json().await?;
+        let still_running = !done.load(Ordering::SeqCst);
+        text_of(
+            &mcp.call(
+                "javascript_tool",
+                json!({"tabId": second, "text": "new BroadcastChannel('release').postMessage('released'); 'sent'"}),
+            )
+            .await?,
+        )?;
+        Ok::<_, Error>((listed, still_running))
+    };
+    let (long, probe) = tokio::join!(long, probe);
+    let (listed, still_running) = probe?;
+    assert!(still_running, "tools/list answered while the command ran");
+    assert!(
+        find(&listed, &format!("tab{tab}.todo.add")).is_some(),
+        "the busy tab's page tools are listed"
+    );
+    assert!(find(&listed, &format!("tab{second}.todo.add")).is_some());
+    assert_eq!(text_of(&long?)?, "released");
 
     mcp.close().await?;
     browser.close().await?;

@@ -408,3 +408,50 @@ async fn a_paired_browser_reconnects_after_a_server_restart_and_its_token_is_man
     assert_eq!(backend.browsers().await?, 0);
     Ok(())
 }
+
+/// What a content script of another implementation does, loaded late: answer every ping it
+/// hears from now on, in the protocol's shape.
+const LATE_RESPONDER: &str = "addEventListener('message', (e) => {
+    if (e.source === window && e.data?.__browserOperator === 'ping') {
+        postMessage({__browserOperator: 'pong', nonce: e.data.nonce, version: '9.9.9', productName: 'Late Operator'}, location.origin);
+    }
+}); true";
+
+#[tokio::test]
+async fn the_pair_page_finds_an_extension_whose_content_script_loads_late() -> Result<()> {
+    browser_operator_e2e::init();
+    let backend = Backend::start().await?;
+    let browser = Browser::launch(BrowserOptions::without_extension()).await?;
+    let url = format!("{}/pair", backend.http_url());
+    let presence = "document.querySelector('#presence').dataset.state";
+
+    // A content script that runs 3 s after the page loaded is found.
+    let pair = browser.open_page(&url).await?;
+    pair.wait_for("performance.now() > 3000", WAIT).await?;
+    pair.eval(LATE_RESPONDER).await?;
+    pair.wait_for(&format!("{presence} === 'installed'"), WAIT)
+        .await?;
+    let text = pair
+        .eval("document.querySelector('#presence').textContent")
+        .await?;
+    assert_eq!(text, "Late Operator 9.9.9 is installed.");
+    assert_eq!(
+        pair.eval("document.querySelector('#connect').disabled")
+            .await?,
+        false
+    );
+
+    // One that comes after the page said it found none: the page takes it back.
+    let pair = browser.open_page(&url).await?;
+    pair.wait_for(&format!("{presence} === 'missing'"), WAIT)
+        .await?;
+    pair.eval(LATE_RESPONDER).await?;
+    pair.wait_for(&format!("{presence} === 'installed'"), WAIT)
+        .await?;
+    assert_eq!(
+        pair.eval("document.querySelector('#connect').disabled")
+            .await?,
+        false
+    );
+    Ok(())
+}

@@ -14,6 +14,12 @@ pub struct ToolSpec {
     pub name: &'static str,
     pub description: &'static str,
     pub input_schema: Value,
+    /// Runs at once instead of after the commands already queued for its tab (commands for one
+    /// tab otherwise run in order): only for tools that read something no command waits on,
+    /// such as the page's registered tool list, so a backend can list it while a long command
+    /// runs.
+    #[serde(skip)]
+    pub outside_tab_order: bool,
 }
 
 /// One entry of `catalog.json`.
@@ -23,6 +29,8 @@ struct Entry {
     name: String,
     description: String,
     input_schema: Value,
+    #[serde(default)]
+    outside_tab_order: bool,
 }
 
 const CATALOG_JSON: &str = include_str!("catalog.json");
@@ -40,6 +48,7 @@ impl Entry {
             name: &self.name,
             description: &self.description,
             input_schema: self.input_schema.clone(),
+            outside_tab_order: self.outside_tab_order,
         }
     }
 }
@@ -112,6 +121,16 @@ mod tests {
             assert!(t.description.starts_with("Not available"), "{name}");
             assert_eq!(t.input_schema, json!({"type": "object", "properties": {}}));
         }
+    }
+
+    #[test]
+    fn only_reading_the_page_tools_skips_the_tab_order() {
+        let unordered: Vec<_> = catalog()
+            .into_iter()
+            .filter(|t| t.outside_tab_order)
+            .map(|t| t.name)
+            .collect();
+        assert_eq!(unordered, ["btcp_interfaces"]);
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //!
 //! Pure Rust with no I/O, shared by the wasm worker, the server and the tests.
 
+pub mod bounds;
 pub mod btcp;
 pub mod catalog;
 pub mod config;

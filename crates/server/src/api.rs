@@ -47,6 +47,7 @@ impl From<CommandError> for ApiError {
             CommandError::NoBrowser
             | CommandError::TooManyPending { .. }
             | CommandError::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
+            CommandError::NoRandomness(_) => StatusCode::INTERNAL_SERVER_ERROR,
             CommandError::TargetRequired { .. } | CommandError::UnknownTarget { .. } => {
                 StatusCode::CONFLICT
             }
@@ -142,6 +143,11 @@ async fn run(
     }
     let request = CommandRequest::parse(body).map_err(ApiError::bad_request)?;
     let timeout = request.timeout(app.command_timeout);
+    let bound = if request.timeout_ms.is_some() {
+        crate::relay::WaitBound::Request
+    } else {
+        crate::relay::WaitBound::Server
+    };
     let target = request
         .target
         .as_deref()
@@ -149,11 +155,12 @@ async fn run(
         .filter(|t| !t.is_empty());
     let result = app
         .relay
-        .run_command(
+        .run_command_bounded(
             &request.tool,
             request.args.clone().unwrap_or_default(),
             target,
             timeout,
+            bound,
         )
         .await;
     // Timeouts and completed commands are logged by the relay, with their id.
@@ -163,7 +170,9 @@ async fn run(
             CommandError::TargetRequired { .. } => Some("several browsers and no target"),
             CommandError::UnknownTarget { .. } => Some("unknown target"),
             CommandError::TooManyPending { .. } => Some("too many pending commands"),
-            CommandError::Timeout { .. } | CommandError::ShuttingDown => None,
+            CommandError::Timeout { .. }
+            | CommandError::ShuttingDown
+            | CommandError::NoRandomness(_) => None,
         };
         if let Some(why) = why {
             crate::log(format_args!("command {} refused: {why}", request.tool));
@@ -346,7 +355,8 @@ mod tests {
             s(CommandError::Timeout {
                 after: Duration::from_secs(1),
                 id: "i".into(),
-                tool: "t".into()
+                tool: "t".into(),
+                bound: crate::relay::WaitBound::Server,
             }),
             StatusCode::GATEWAY_TIMEOUT
         );

@@ -138,11 +138,18 @@ pub fn call(call: &Call) -> Result<Answer, CallError> {
     if let Some(t) = call.timeout {
         body["timeoutMs"] = json!(t.as_millis().max(1) as u64);
     }
-    let http_timeout = call
+    // The server may wait longer than asked for a tool that declares a longer limit.
+    let asked = call
         .timeout
         .unwrap_or(crate::api::MAX_COMMAND_TIMEOUT)
-        .min(crate::api::MAX_COMMAND_TIMEOUT)
-        + HTTP_MARGIN;
+        .min(crate::api::MAX_COMMAND_TIMEOUT);
+    let (waits, _) = crate::relay::wait_for(
+        &call.tool,
+        &call.args,
+        asked,
+        crate::relay::WaitBound::Request,
+    );
+    let http_timeout = waits + HTTP_MARGIN;
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .timeout_global(Some(http_timeout))

@@ -9,7 +9,7 @@
 //! the /pair page) connects only as its own target; on the default paths it becomes that target.
 
 use crate::guard::{constant_time_eq, parse_bearer};
-use crate::relay::{ConnectionId, Registration, DEFAULT_TARGET};
+use crate::relay::{ConnectionId, Delivery, Identity, Registration, DEFAULT_TARGET};
 use crate::AppState;
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, Query, State};
@@ -444,39 +444,77 @@ fn expire_later(app: AppState, target: String, mailbox: &Arc<Mailbox>) {
 
 /// `POST /browser/result` and `POST /browser/{target}/result`: one result, as
 /// `{"commandId", "result"}` or `{"commandId", "error"}`. Answers 204 whether or not a command
-/// still waits for it (a retried result is not an error).
+/// still waits for it (a retried result is not an error), and 403 when the command was sent to
+/// another browser: the sender is the target of the path (the default path: the per-target
+/// token's own target, or `default` for the main token) with the token it presents, and only
+/// the browser a command was sent to may answer it.
 pub(crate) async fn result(
     State(app): State<AppState>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    if matches!(admitted(&app, &headers), Admitted::Nobody) {
-        app.relay.auth_failed();
-        return unauthorized();
-    }
+    post_result(app, None, headers, body).await
+}
+
+pub(crate) async fn result_target(
+    State(app): State<AppState>,
+    Path(target): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    post_result(app, Some(target), headers, body).await
+}
+
+async fn post_result(
+    app: AppState,
+    target: Option<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let sender = match admitted(&app, &headers) {
+        Admitted::Any => Identity::new(target.as_deref().unwrap_or(DEFAULT_TARGET), None),
+        Admitted::Only(issued) => {
+            if target.as_ref().is_some_and(|t| *t != issued.target) {
+                return error(
+                    StatusCode::FORBIDDEN,
+                    format!(
+                        "This token is for target '{}'; post results to /browser/{}/result or /browser/result.",
+                        issued.target, issued.target
+                    ),
+                );
+            }
+            Identity::new(issued.target, Some(&issued.id))
+        }
+        Admitted::Nobody => {
+            app.relay.auth_failed();
+            return unauthorized();
+        }
+    };
     match serde_json::from_slice::<CommandResult>(&body) {
         Ok(result) => {
-            let id = result.command_id.clone();
-            if !app.relay.deliver(result) {
-                crate::log(format_args!(
-                    "ignored a posted result for unknown or answered command {}",
-                    id.chars().take(80).collect::<String>()
-                ));
+            let id: String = result.command_id.chars().take(80).filter(|c| !c.is_control()).collect();
+            match app.relay.deliver(result, &sender) {
+                Delivery::Accepted => StatusCode::NO_CONTENT.into_response(),
+                Delivery::Unknown => {
+                    crate::log(format_args!(
+                        "ignored a posted result for unknown or answered command {id}"
+                    ));
+                    StatusCode::NO_CONTENT.into_response()
+                }
+                Delivery::NotYours { owner } => {
+                    crate::log(format_args!(
+                        "refused a posted result for command {id} from {sender}: it was sent to {owner}"
+                    ));
+                    error(
+                        StatusCode::FORBIDDEN,
+                        format!("Result refused: command {id} was not sent to this browser ({sender}); only the browser a command was sent to may answer it, with the token it connected with, to its own result path (/browser/{{target}}/result, or /browser/result for the default target)."),
+                    )
+                }
             }
-            StatusCode::NO_CONTENT.into_response()
         }
         Err(e) => error(
             StatusCode::BAD_REQUEST,
             format!("Malformed result: {e}; send {{\"commandId\": \"…\", \"result\": {{\"content\": […]}}}} or {{\"commandId\": \"…\", \"error\": \"…\"}}"),
         ),
     }
-}
-
-pub(crate) async fn result_target(
-    State(app): State<AppState>,
-    Path(_target): Path<String>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    result(State(app), headers, body).await
 }

@@ -33,8 +33,12 @@ use tokio::task::JoinHandle;
 
 /// Default port of `browser-operator serve`.
 pub const DEFAULT_PORT: u16 = 8787;
-/// How long a command waits for its result unless the request says otherwise.
-pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a command waits for its result unless the request says otherwise: the extension's
+/// bound on every command plus the delivery margin (`protocol::bounds`), so the server never
+/// gives up before the browser does. A tool that declares a longer limit gets that (see
+/// [`relay::wait_for`]).
+pub const DEFAULT_COMMAND_TIMEOUT: Duration =
+    Duration::from_millis(protocol::bounds::BACKEND_WAIT_MS as u64);
 /// How long a new WebSocket may take to send its auth frame.
 pub const DEFAULT_AUTH_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long shutdown waits for connections to finish before cutting them off.

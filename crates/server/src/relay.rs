@@ -19,6 +19,104 @@ pub const MAX_PENDING: usize = 1024;
 /// Identifies one WebSocket connection, so a closing connection only unregisters itself.
 pub type ConnectionId = u64;
 
+/// Who a browser is, as far as the server can tell: the target it connected as and the token
+/// it presented (`None`: the main token; else the per-target token's id). A command's result
+/// is accepted only from the same identity, on whatever connection it arrives (a browser that
+/// reconnected, or redelivers its outbox after a restart, is still itself); never from
+/// another target or another token.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Identity {
+    pub target: String,
+    pub token_id: Option<String>,
+}
+
+impl Identity {
+    pub fn new(target: impl Into<String>, token_id: Option<&str>) -> Self {
+        Identity {
+            target: target.into(),
+            token_id: token_id.map(str::to_string),
+        }
+    }
+}
+
+impl fmt::Display for Identity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.token_id {
+            None => write!(f, "target '{}' (main token)", self.target),
+            Some(id) => write!(f, "target '{}' (token {id})", self.target),
+        }
+    }
+}
+
+/// What became of a result handed to [`Relay::deliver`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Delivery {
+    /// It answered the command waiting for it.
+    Accepted,
+    /// No command with that id is waiting (unknown, already answered or timed out): ignored,
+    /// as the protocol asks for a repeated result.
+    Unknown,
+    /// The command was sent to another browser: refused, and the command keeps waiting for
+    /// that browser's result.
+    NotYours {
+        /// The browser the command was sent to.
+        owner: Identity,
+    },
+}
+
+/// Which bound a command's wait hit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WaitBound {
+    /// The server's command timeout (`ServerConfig::command_timeout`).
+    Server,
+    /// The `timeoutMs` the request asked for.
+    Request,
+    /// The tool's own declared limit (e.g. `btcp_run_script`'s `timeoutMs`) plus the delivery
+    /// margin.
+    Tool,
+}
+
+impl WaitBound {
+    fn describe(self) -> String {
+        let worker = protocol::bounds::COMMAND_MS / 1000;
+        match self {
+            WaitBound::Server => format!(
+                "the server's command timeout; the extension answers every command within {worker} s, so the browser, its connection or its service worker is stuck"
+            ),
+            WaitBound::Request => {
+                "the request's timeoutMs; ask for more time to let the tool finish".to_string()
+            }
+            WaitBound::Tool => format!(
+                "the tool's own time limit plus {} s for the result to arrive",
+                protocol::bounds::DELIVERY_MARGIN_MS / 1000
+            ),
+        }
+    }
+}
+
+/// How long to wait for a command's result: at least what the tool itself may take plus the
+/// delivery margin, whatever `base` (the server's timeout, or the request's) says.
+pub fn wait_for(
+    tool: &str,
+    args: &Map<String, Value>,
+    base: Duration,
+    base_bound: WaitBound,
+) -> (Duration, WaitBound) {
+    match protocol::bounds::declared_ms(tool, args) {
+        Some(ms) => {
+            let needed = Duration::from_millis(
+                u64::from(ms) + u64::from(protocol::bounds::DELIVERY_MARGIN_MS),
+            );
+            if needed > base {
+                (needed, WaitBound::Tool)
+            } else {
+                (base, base_bound)
+            }
+        }
+        None => (base, base_bound),
+    }
+}
+
 /// A connected browser as `/status` reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BrowserInfo {
@@ -46,8 +144,11 @@ pub enum CommandError {
         after: Duration,
         id: String,
         tool: String,
+        bound: WaitBound,
     },
     ShuttingDown,
+    /// The operating system gave no randomness for an unguessable command id.
+    NoRandomness(String),
 }
 
 impl fmt::Display for CommandError {
@@ -70,12 +171,22 @@ impl fmt::Display for CommandError {
                 f,
                 "Too many commands are waiting for the browser (limit {limit}); wait for some to finish and retry."
             ),
-            CommandError::Timeout { after, id, tool } => write!(
+            CommandError::Timeout {
+                after,
+                id,
+                tool,
+                bound,
+            } => write!(
                 f,
-                "The browser did not answer within {} s (command {id}, tool {tool})",
-                seconds(*after)
+                "The browser did not answer within {} s (command {id}, tool {tool}); the bound hit: {}.",
+                seconds(*after),
+                bound.describe()
             ),
             CommandError::ShuttingDown => f.write_str("The server is shutting down."),
+            CommandError::NoRandomness(why) => write!(
+                f,
+                "The server could not draw a random command id ({why}); the command was not sent."
+            ),
         }
     }
 }
@@ -141,10 +252,16 @@ pub enum Disconnect {
     TokenId(String),
 }
 
+/// A command waiting for its result, and the browser it was sent to.
+struct Pending {
+    waiter: oneshot::Sender<CommandResult>,
+    owner: Identity,
+}
+
 #[derive(Default)]
 struct State {
     browsers: HashMap<String, Browser>,
-    pending: HashMap<String, oneshot::Sender<CommandResult>>,
+    pending: HashMap<String, Pending>,
     /// Connections removed by [`Relay::disconnect`]: their transport tells the browser to stop
     /// (close 4001, `event: disconnect`, 401) instead of just ending.
     kicked: HashSet<ConnectionId>,
@@ -155,9 +272,6 @@ struct State {
 /// API (sends commands and waits).
 pub struct Relay {
     state: Mutex<State>,
-    /// Random per server start, so a result meant for an earlier run can't match a new command.
-    id_prefix: String,
-    next_command: AtomicU64,
     next_connection: AtomicU64,
     ws_connections: AtomicU64,
     http_requests: AtomicU64,
@@ -171,12 +285,18 @@ pub struct Registration {
     relay: Arc<Relay>,
     target: String,
     connection: ConnectionId,
+    identity: Identity,
     kicked: watch::Receiver<Option<String>>,
 }
 
 impl Registration {
     pub fn target(&self) -> &str {
         &self.target
+    }
+
+    /// Who this browser is: results it sends are accepted for the commands sent to it.
+    pub fn identity(&self) -> &Identity {
+        &self.identity
     }
 
     /// Resolves with the reason once the server disconnects this browser (token revoked,
@@ -227,17 +347,8 @@ impl Relay {
     }
 
     pub fn with_limit(max_pending: usize) -> Self {
-        let mut random = [0u8; 4];
-        // Uniqueness within a run comes from the counter; the prefix only guards against
-        // stale results from a previous run, so a fallback is acceptable.
-        let prefix = match getrandom::fill(&mut random) {
-            Ok(()) => crate::token::hex(&random),
-            Err(_) => format!("{:08x}", unix_ms() as u32),
-        };
         Relay {
             state: Mutex::new(State::default()),
-            id_prefix: prefix,
-            next_command: AtomicU64::new(1),
             next_connection: AtomicU64::new(1),
             ws_connections: AtomicU64::new(0),
             http_requests: AtomicU64::new(0),
@@ -367,6 +478,7 @@ impl Relay {
             relay: Arc::clone(self),
             target: target.to_string(),
             connection,
+            identity: Identity::new(target, token_id),
             kicked,
         })
     }
@@ -410,6 +522,21 @@ impl Relay {
         target: Option<&str>,
         timeout: Duration,
     ) -> Result<CommandResult, CommandError> {
+        self.run_command_bounded(tool, args, target, timeout, WaitBound::Server)
+            .await
+    }
+
+    /// [`run_command`](Self::run_command) waiting at least `base` (which is `base_bound`),
+    /// longer when the tool declares a longer limit (see [`wait_for`]).
+    pub async fn run_command_bounded(
+        &self,
+        tool: &str,
+        args: Map<String, Value>,
+        target: Option<&str>,
+        base: Duration,
+        base_bound: WaitBound,
+    ) -> Result<CommandResult, CommandError> {
+        let (timeout, bound) = wait_for(tool, &args, base, base_bound);
         let (id, receiver) = self.send_command(tool, args, target)?;
         let guard = PendingGuard { relay: self, id };
         let started = Instant::now();
@@ -442,6 +569,7 @@ impl Relay {
                     after: timeout,
                     id,
                     tool: tool.to_string(),
+                    bound,
                 })
             }
         }
@@ -489,8 +617,11 @@ impl Relay {
                 limit: self.max_pending,
             });
         }
-        let n = self.next_command.fetch_add(1, Ordering::Relaxed);
-        let id = format!("cmd-{}-{n}", self.id_prefix);
+        let id = new_command_id()?;
+        let owner = match state.browsers.get(&chosen) {
+            Some(b) => Identity::new(chosen.as_str(), b.token_id.as_deref()),
+            None => return Err(CommandError::NoBrowser),
+        };
         let frame = ServerFrame::Command {
             id: id.clone(),
             tool: tool.to_string(),
@@ -503,18 +634,28 @@ impl Relay {
         if !sent {
             return Err(CommandError::NoBrowser);
         }
-        let (sender, receiver) = oneshot::channel();
-        state.pending.insert(id.clone(), sender);
+        let (waiter, receiver) = oneshot::channel();
+        state.pending.insert(id.clone(), Pending { waiter, owner });
         Ok((id, receiver))
     }
 
-    /// Delivers a result from any connection to the command waiting for it. Returns false when
-    /// no command with that id is waiting (unknown, already answered or timed out).
-    pub fn deliver(&self, result: CommandResult) -> bool {
-        let waiter = self.lock().pending.remove(&result.command_id);
-        match waiter {
-            Some(w) => w.send(result).is_ok(),
-            None => false,
+    /// Delivers a result sent by the browser `from` to the command waiting for it: only the
+    /// browser the command was sent to may answer it (on any of its connections).
+    pub fn deliver(&self, result: CommandResult, from: &Identity) -> Delivery {
+        let mut state = self.lock();
+        let Some(pending) = state.pending.get(&result.command_id) else {
+            return Delivery::Unknown;
+        };
+        if pending.owner != *from {
+            return Delivery::NotYours {
+                owner: pending.owner.clone(),
+            };
+        }
+        let waiter = state.pending.remove(&result.command_id).map(|p| p.waiter);
+        drop(state);
+        match waiter.map(|w| w.send(result)) {
+            Some(Ok(())) => Delivery::Accepted,
+            _ => Delivery::Unknown,
         }
     }
 
@@ -530,6 +671,14 @@ impl Default for Relay {
     fn default() -> Self {
         Self::new()
     }
+}
+
+/// A command id nobody can guess from the ids they saw: `cmd-` and 128 random bits from the
+/// operating system's generator, in hex (36 characters of `[a-z0-9-]`).
+fn new_command_id() -> Result<String, CommandError> {
+    let mut random = [0u8; 16];
+    getrandom::fill(&mut random).map_err(|e| CommandError::NoRandomness(e.to_string()))?;
+    Ok(format!("cmd-{}", crate::token::hex(&random)))
 }
 
 fn unix_ms() -> u64 {
@@ -567,8 +716,26 @@ mod tests {
         let r = Arc::clone(&relay);
         let answer = tokio::spawn(async move {
             let id = command_id(rx.recv().await.unwrap());
-            assert!(r.deliver(CommandResult::ok(id.clone(), ToolResult::text("hi"))));
-            assert!(!r.deliver(CommandResult::ok(id, ToolResult::text("again"))));
+            let me = Identity::new("default", None);
+            let other = Identity::new("other", None);
+            let stolen = Identity::new("default", Some("tok_1"));
+            for intruder in [&other, &stolen] {
+                assert_eq!(
+                    r.deliver(
+                        CommandResult::ok(id.clone(), ToolResult::text("forged")),
+                        intruder
+                    ),
+                    Delivery::NotYours { owner: me.clone() }
+                );
+            }
+            assert_eq!(
+                r.deliver(CommandResult::ok(id.clone(), ToolResult::text("hi")), &me),
+                Delivery::Accepted
+            );
+            assert_eq!(
+                r.deliver(CommandResult::ok(id, ToolResult::text("again")), &me),
+                Delivery::Unknown
+            );
         });
         let res = relay
             .run_command("t", Map::new(), None, Duration::from_secs(5))
@@ -697,16 +864,71 @@ mod tests {
             after: Duration::from_millis(250),
             id: "c1".into(),
             tool: "navigate".into(),
+            bound: WaitBound::Request,
         };
         assert_eq!(
             e.to_string(),
-            "The browser did not answer within 0.25 s (command c1, tool navigate)"
+            "The browser did not answer within 0.25 s (command c1, tool navigate); the bound hit: the request's timeoutMs; ask for more time to let the tool finish."
         );
         let e = CommandError::Timeout {
-            after: Duration::from_secs(60),
+            after: Duration::from_secs(130),
             id: "c1".into(),
             tool: "navigate".into(),
+            bound: WaitBound::Server,
         };
-        assert!(e.to_string().contains("within 60 s"));
+        let said = e.to_string();
+        assert!(said.contains("within 130 s"), "{said}");
+        assert!(said.contains("the server's command timeout"), "{said}");
+        assert!(said.contains("within 120 s"), "{said}");
+    }
+
+    #[test]
+    fn command_ids_are_random_and_follow_the_protocol() {
+        let ids: HashSet<String> = (0..1000).map(|_| new_command_id().unwrap()).collect();
+        assert_eq!(ids.len(), 1000);
+        for id in &ids {
+            assert_eq!(id.len(), 36, "{id}");
+            let hex = id.strip_prefix("cmd-").expect("prefix");
+            assert!(hex.bytes().all(|b| b.is_ascii_hexdigit()), "{id}");
+        }
+    }
+
+    #[test]
+    fn the_wait_covers_what_the_tool_may_take() {
+        let script = |ms: Option<u64>| {
+            let mut args = Map::new();
+            args.insert("tabId".into(), 1.into());
+            args.insert("script".into(), "return 1".into());
+            if let Some(ms) = ms {
+                args.insert("timeoutMs".into(), ms.into());
+            }
+            args
+        };
+        let base = Duration::from_secs(60);
+        // btcp_run_script may run 110 s (and 5 s to stop): the server waits that plus the
+        // delivery margin.
+        assert_eq!(
+            wait_for(
+                "btcp_run_script",
+                &script(Some(110_000)),
+                base,
+                WaitBound::Server
+            ),
+            (Duration::from_secs(125), WaitBound::Tool)
+        );
+        // Shorter than the base: the base stands.
+        assert_eq!(
+            wait_for("btcp_run_script", &script(None), base, WaitBound::Request),
+            (base, WaitBound::Request)
+        );
+        assert_eq!(
+            wait_for("navigate", &Map::new(), base, WaitBound::Server),
+            (base, WaitBound::Server)
+        );
+        // The default waits longer than the worker's own bound on any command.
+        assert!(
+            crate::DEFAULT_COMMAND_TIMEOUT
+                > Duration::from_millis(u64::from(protocol::bounds::COMMAND_MS))
+        );
     }
 }

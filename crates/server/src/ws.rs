@@ -3,7 +3,7 @@
 //! closing on shutdown or when the server disconnects it (close 4001 with the reason).
 
 use crate::guard::constant_time_eq;
-use crate::relay::{ConnectionId, RegisterError, DEFAULT_TARGET};
+use crate::relay::{ConnectionId, Delivery, Identity, RegisterError, DEFAULT_TARGET};
 use crate::AppState;
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
 use axum::extract::{ConnectInfo, State};
@@ -125,7 +125,7 @@ async fn session(app: AppState, peer: SocketAddr, mut socket: WebSocket) {
             }
             incoming = socket.recv() => match incoming {
                 Some(Ok(Message::Text(text))) => {
-                    if let Some(reply) = handle_frame(&app, connection, text.as_str()) {
+                    if let Some(reply) = handle_frame(&app, connection, registration.identity(), text.as_str()) {
                         if !send_frame(&mut socket, &reply).await {
                             break "send failed";
                         }
@@ -231,8 +231,13 @@ fn check_target(target: &str) -> Result<(), String> {
     protocol::config::check_target(target).map_err(|m| format!("Invalid target: {m}"))
 }
 
-/// Handles one text frame after auth; returns the reply to send, if any.
-fn handle_frame(app: &AppState, connection: ConnectionId, text: &str) -> Option<ServerFrame> {
+/// Handles one text frame after auth from the browser `me`; returns the reply to send, if any.
+fn handle_frame(
+    app: &AppState,
+    connection: ConnectionId,
+    me: &Identity,
+    text: &str,
+) -> Option<ServerFrame> {
     match serde_json::from_str::<ExtensionFrame>(text) {
         Ok(ExtensionFrame::Result {
             command_id,
@@ -243,13 +248,28 @@ fn handle_frame(app: &AppState, connection: ConnectionId, text: &str) -> Option<
                 outcome,
             };
             let id = result.command_id.clone();
-            if !app.relay.deliver(result) {
-                crate::log(format_args!(
-                    "ignored a result for unknown or expired command {} (connection {connection})",
-                    shown(&id)
-                ));
+            match app.relay.deliver(result, me) {
+                Delivery::Accepted => None,
+                Delivery::Unknown => {
+                    crate::log(format_args!(
+                        "ignored a result for unknown or expired command {} (connection {connection})",
+                        shown(&id)
+                    ));
+                    None
+                }
+                Delivery::NotYours { owner } => {
+                    crate::log(format_args!(
+                        "refused a result for command {} from {me} (connection {connection}): it was sent to {owner}",
+                        shown(&id)
+                    ));
+                    Some(ServerFrame::Error {
+                        message: format!(
+                            "Result refused: command {} was not sent to this browser ({me}); only the browser a command was sent to may answer it.",
+                            shown(&id)
+                        ),
+                    })
+                }
             }
-            None
         }
         // Already authenticated: a repeated auth frame changes nothing.
         Ok(ExtensionFrame::Auth { .. }) => None,

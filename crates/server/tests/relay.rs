@@ -191,10 +191,10 @@ async fn command_round_trip_through_the_extension() {
 }
 
 #[tokio::test]
-async fn targets_route_and_results_come_back_on_any_connection() {
+async fn targets_route_commands_and_ids_cannot_be_guessed() {
     let server = start().await;
     let addr = server.addr();
-    let mut a = extension(addr, Some("a")).await;
+    let _a = extension(addr, Some("a")).await;
     let mut b = extension(addr, Some("b")).await;
 
     let (code, body) = command(addr, json!({"tool": "t"})).await;
@@ -207,17 +207,274 @@ async fn targets_route_and_results_come_back_on_any_connection() {
     assert_eq!(code, 409);
     assert!(body["error"].as_str().unwrap().contains("'c'"), "{body}");
 
+    // Two ids in a row share nothing a browser could extrapolate from: 128 random bits each.
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let call = tokio::spawn(command(addr, json!({"tool": "t", "target": "b"})));
+        let cmd = next_json(&mut b).await;
+        let id = cmd["id"].as_str().unwrap().to_string();
+        send(
+            &mut b,
+            json!({"type": "result", "commandId": id, "result": {"content": []}}),
+        )
+        .await;
+        assert_eq!(call.await.unwrap().0, 200);
+        ids.push(id);
+    }
+    for id in &ids {
+        let hex = id.strip_prefix("cmd-").expect("cmd- prefix");
+        assert_eq!(hex.len(), 32, "{id}");
+        assert!(hex.bytes().all(|c| c.is_ascii_hexdigit()), "{id}");
+    }
+    let common = ids[0]
+        .bytes()
+        .zip(ids[1].bytes())
+        .take_while(|(x, y)| x == y)
+        .count();
+    assert!(common < 12, "sequential-looking ids: {ids:?}");
+    server.shutdown().await;
+}
+
+/// An SSE command stream opened with `token` on `path`: the socket, past the response head.
+async fn sse_stream(addr: SocketAddr, path: &str, token: &str) -> TcpStream {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    let request = format!(
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nAccept: text/event-stream\r\n\r\n"
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let head = read_until(&mut stream, b"\r\n\r\n").await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    stream
+}
+
+/// Reads from `stream` until `end` has arrived; everything read, as text.
+async fn read_until(stream: &mut TcpStream, end: &[u8]) -> String {
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !got.windows(end.len()).any(|w| w == end) {
+        let n = tokio::time::timeout(WAIT, stream.read(&mut buf))
+            .await
+            .expect("bytes in time")
+            .unwrap();
+        assert!(n > 0, "closed early: {}", String::from_utf8_lossy(&got));
+        got.extend_from_slice(&buf[..n]);
+    }
+    String::from_utf8_lossy(&got).into_owned()
+}
+
+/// The next command event on an SSE stream.
+async fn sse_command(stream: &mut TcpStream) -> Value {
+    let mut text = String::new();
+    loop {
+        if let Some(at) = text.find("data: ") {
+            if let Some(len) = text[at..].find("\n\n") {
+                return serde_json::from_str(&text[at + 6..at + len]).expect("a JSON command");
+            }
+        }
+        text.push_str(&read_until(stream, b"\n").await);
+    }
+}
+
+/// `POST path` with a result for `id` (text `says`) and `token`; the status and body.
+async fn post_result(
+    addr: SocketAddr,
+    path: &str,
+    token: &str,
+    id: &str,
+    says: &str,
+) -> (u16, String) {
+    let bearer = format!("Bearer {token}");
+    let body = json!({"commandId": id, "result": {"content": [{"type": "text", "text": says}]}});
+    http(
+        addr,
+        &format!("POST {path}"),
+        &[
+            ("Authorization", &bearer),
+            ("Content-Type", "application/json"),
+        ],
+        &body.to_string(),
+    )
+    .await
+}
+
+fn said(body: &Value) -> &str {
+    body["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+}
+
+/// A result counts only from the browser the command was sent to (its target and its token),
+/// on every transport; the same browser on a new connection (a reconnect, an outbox
+/// redelivered after a restart) still counts.
+#[tokio::test]
+async fn a_result_counts_only_from_the_browser_the_command_was_sent_to() {
+    let (dir, store) = token_store("forged");
+    let server = start_with_store(local(), &store).await;
+    let addr = server.addr();
+    let one = store.issue("one").expect("issue");
+    let two = store.issue("two").expect("issue");
+
+    // WebSocket: browser "a" answers for "b"'s command; it is told no, and b's answer stands.
+    let mut a = extension(addr, Some("a")).await;
+    let mut b = extension(addr, Some("b")).await;
     let call = tokio::spawn(command(addr, json!({"tool": "t", "target": "b"})));
     let cmd = next_json(&mut b).await;
-    // Delivered on the other connection (e.g. after a reconnect): still resolves.
+    let forged = json!({"type": "result", "commandId": cmd["id"], "result": {"content": [{"type": "text", "text": "forged"}]}});
+    send(&mut a, forged).await;
+    let refused = next_json(&mut a).await;
+    assert_eq!(refused["type"], "error", "{refused}");
+    assert!(
+        refused["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("Result refused: command cmd-"),
+        "{refused}"
+    );
+    assert_eq!(status(addr).await["pendingCommands"], 1, "still waiting");
+    send(
+        &mut b,
+        json!({"type": "result", "commandId": cmd["id"], "result": {"content": [{"type": "text", "text": "real"}]}}),
+    )
+    .await;
+    let (code, body) = call.await.unwrap();
+    assert_eq!((code, said(&body)), (200, "real"), "{body}");
+
+    // SSE + HTTP: "one" streams with its own token. "two"'s token, the main token, and the
+    // main token on one's path are all refused with 403; the command keeps waiting.
+    let mut stream = sse_stream(addr, "/browser/events", &one.token).await;
+    let call = tokio::spawn(command(addr, json!({"tool": "t", "target": "one"})));
+    let cmd = sse_command(&mut stream).await;
+    let id = cmd["id"].as_str().unwrap().to_string();
+    for (path, token) in [
+        ("/browser/result", two.token.as_str()),
+        ("/browser/two/result", two.token.as_str()),
+        ("/browser/result", TOKEN),
+        ("/browser/one/result", TOKEN),
+    ] {
+        let (code, body) = post_result(addr, path, token, &id, "forged").await;
+        assert_eq!(code, 403, "{path}: {body}");
+        assert!(
+            body.contains("Result refused") || body.contains("This token is for target"),
+            "{body}"
+        );
+    }
+    // The stream restarts (the extension reconnected, or its worker restarted and redelivers
+    // its outbox): the same browser still answers, on its own path or the default one.
+    drop(stream);
+    let _stream = sse_stream(addr, "/browser/one/events", &one.token).await;
+    let (code, body) = post_result(addr, "/browser/one/result", &one.token, &id, "real").await;
+    assert_eq!(code, 204, "{body}");
+    let (code, body) = call.await.unwrap();
+    assert_eq!((code, said(&body)), (200, "real"), "{body}");
+    // A repeat of an answered result is accepted without effect, as the protocol asks.
+    assert_eq!(
+        post_result(addr, "/browser/result", &one.token, &id, "again")
+            .await
+            .0,
+        204
+    );
+
+    // Polling: "two" polls; "one" can't answer for it; two can.
+    let bearer = format!("Bearer {}", two.token);
+    let (code, _) = http(
+        addr,
+        "GET /browser/events?wait=0",
+        &[("Authorization", &bearer)],
+        "",
+    )
+    .await;
+    assert_eq!(code, 200);
+    let call = tokio::spawn(command(addr, json!({"tool": "t", "target": "two"})));
+    let mut cmd = Value::Null;
+    for _ in 0..100 {
+        let (_, body) = http(
+            addr,
+            "GET /browser/events?wait=1",
+            &[("Authorization", &bearer)],
+            "",
+        )
+        .await;
+        let v: Value = serde_json::from_str(&body).unwrap();
+        if let Some(c) = v["commands"].get(0) {
+            cmd = c.clone();
+            break;
+        }
+    }
+    let id = cmd["id"].as_str().expect("a polled command").to_string();
+    assert_eq!(
+        post_result(addr, "/browser/result", &one.token, &id, "forged")
+            .await
+            .0,
+        403
+    );
+    assert_eq!(
+        post_result(addr, "/browser/result", &two.token, &id, "real")
+            .await
+            .0,
+        204
+    );
+    let (code, body) = call.await.unwrap();
+    assert_eq!((code, said(&body)), (200, "real"), "{body}");
+
+    // A WebSocket browser that reconnected (its old socket gone) delivers what it kept.
+    let call = tokio::spawn(command(addr, json!({"tool": "t", "target": "b"})));
+    let cmd = next_json(&mut b).await;
+    b.close(None).await.unwrap();
+    drop(b);
+    let mut again = None;
+    for _ in 0..100 {
+        let mut ws = connect(addr).await;
+        send(
+            &mut ws,
+            json!({"type": "auth", "token": TOKEN, "target": "b"}),
+        )
+        .await;
+        if next_json(&mut ws).await["type"] == "auth_ok" {
+            again = Some(ws);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let mut b = again.expect("b reconnects");
+    // The other browser's answer on a socket is refused; b's on its new socket counts.
     send(
         &mut a,
         json!({"type": "result", "commandId": cmd["id"], "result": {"content": []}}),
     )
     .await;
+    assert_eq!(next_json(&mut a).await["type"], "error");
+    send(
+        &mut b,
+        json!({"type": "result", "commandId": cmd["id"], "result": {"content": [{"type": "text", "text": "kept"}]}}),
+    )
+    .await;
     let (code, body) = call.await.unwrap();
-    assert_eq!(code, 200);
-    assert_eq!(body["commandId"], cmd["id"]);
+    assert_eq!((code, said(&body)), (200, "kept"), "{body}");
+    server.shutdown().await;
+    std::fs::remove_dir_all(dir).expect("cleanup");
+}
+
+/// A command's wait covers the tool's own declared limit: a script allowed 100 ms is given
+/// its stop time and the delivery margin, even on a server whose default is shorter.
+#[tokio::test]
+async fn the_server_waits_as_long_as_the_tool_may_take() {
+    let server = start_with(local(), Duration::from_millis(300)).await;
+    let addr = server.addr();
+    let mut ws = extension(addr, None).await;
+    let call = tokio::spawn(command(
+        addr,
+        json!({"tool": "btcp_run_script", "args": {"tabId": 1, "script": "return 1", "timeoutMs": 100}}),
+    ));
+    let cmd = next_json(&mut ws).await;
+    // Well past the server's own 0.3 s, well within the script's bound.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    send(
+        &mut ws,
+        json!({"type": "result", "commandId": cmd["id"], "result": {"content": [{"type": "text", "text": "late but in time"}]}}),
+    )
+    .await;
+    let (code, body) = call.await.unwrap();
+    assert_eq!((code, said(&body)), (200, "late but in time"), "{body}");
     server.shutdown().await;
 }
 
@@ -318,22 +575,57 @@ async fn unanswered_command_times_out_with_504() {
     assert_eq!(
         body["error"],
         format!(
-            "The browser did not answer within 0.3 s (command {}, tool navigate)",
+            "The browser did not answer within 0.3 s (command {}, tool navigate); the bound hit: the server's command timeout; the extension answers every command within 120 s, so the browser, its connection or its service worker is stuck.",
             cmd["id"].as_str().unwrap()
         )
     );
     assert_eq!(status(addr).await["pendingCommands"], 0);
 
-    // timeoutMs overrides the default.
+    // timeoutMs overrides the default, and the error says so.
     let (code, body) = command(addr, json!({"tool": "x", "timeoutMs": 50})).await;
     assert_eq!(code, 504);
-    assert!(body["error"].as_str().unwrap().contains("0.05 s"), "{body}");
-    // A late result is ignored without harm.
+    let error = body["error"].as_str().unwrap();
+    assert!(error.contains("0.05 s"), "{body}");
+    assert!(error.contains("the request's timeoutMs"), "{body}");
+    let timed_out = next_json(&mut ws).await;
+    assert_eq!(timed_out["tool"], "x");
+
+    // The late results are ignored without harm: a later command waiting at the same time is
+    // answered only by its own result, the connection stays and nothing is left pending.
+    let later = tokio::spawn(command(addr, json!({"tool": "later", "timeoutMs": 5000})));
+    let cmd_later = next_json(&mut ws).await;
+    assert_eq!(cmd_later["tool"], "later");
+    for late in [&cmd, &timed_out] {
+        assert_ne!(late["id"], cmd_later["id"]);
+        send(
+            &mut ws,
+            json!({"type": "result", "commandId": late["id"], "result": {"content": [{"type": "text", "text": "late"}]}}),
+        )
+        .await;
+    }
+    assert_eq!(
+        status(addr).await["pendingCommands"],
+        1,
+        "the later one still waits"
+    );
     send(
         &mut ws,
-        json!({"type": "result", "commandId": cmd["id"], "result": {"content": []}}),
+        json!({"type": "result", "commandId": cmd_later["id"], "result": {"content": [{"type": "text", "text": "mine"}]}}),
     )
     .await;
+    let (code, body) = later.await.unwrap();
+    assert_eq!((code, said(&body)), (200, "mine"), "{body}");
+    assert_eq!(status(addr).await["pendingCommands"], 0);
+    // No error frame came back for the late results: the next frame is the next command.
+    let next = tokio::spawn(command(addr, json!({"tool": "next", "timeoutMs": 5000})));
+    let cmd_next = next_json(&mut ws).await;
+    assert_eq!(cmd_next["tool"], "next", "{cmd_next}");
+    send(
+        &mut ws,
+        json!({"type": "result", "commandId": cmd_next["id"], "result": {"content": []}}),
+    )
+    .await;
+    assert_eq!(next.await.unwrap().0, 200);
     server.shutdown().await;
 }
 

@@ -25,7 +25,8 @@ const DELIVERY_KEY: &str = "delivery";
 pub const ALARM: &str = "keepalive";
 /// Chrome stops an idle worker after 30 s; an extension API call resets that timer.
 const KEEPALIVE_MS: u32 = 20_000;
-const COMMAND_TIMEOUT_MS: u32 = 120_000;
+/// Every command is answered within this (shared with backends: `protocol::bounds`).
+const COMMAND_TIMEOUT_MS: u32 = protocol::bounds::COMMAND_MS;
 /// The outbox holds at most this many results and bytes (chrome.storage.session has 10 MB);
 /// past that the oldest result is dropped.
 const OUTBOX_MAX: usize = 128;
@@ -530,7 +531,14 @@ async fn run_command(cmd: Command) {
     // The id is stored as running before the tool starts, so a restarted worker never runs it
     // again.
     let _ = persist().await;
-    let tab = cmd.args.get("tabId").and_then(serde_json::Value::as_i64);
+    // A tool the catalog marks `outsideTabOrder` (listing a tab's page tools) only reads, so it
+    // does not wait behind the tab's running commands.
+    let ordered = protocol::tool(&cmd.tool).is_none_or(|spec| !spec.outside_tab_order);
+    let tab = cmd
+        .args
+        .get("tabId")
+        .and_then(serde_json::Value::as_i64)
+        .filter(|_| ordered);
     let turn = tab.map(|tab| {
         let (done, rx) = oneshot::channel();
         let (seq, previous) = with(|s| {
