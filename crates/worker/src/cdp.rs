@@ -24,10 +24,14 @@ async fn ensure_attached(tab_id: i32) -> Result<(), String> {
     // An idle detach under way finishes first; this command then attaches again.
     crate::idle::settled(tab_id).await;
     if ATTACHED.with(|a| a.borrow().contains(&tab_id)) {
+        // Another caller's attach may still be settling the viewport.
+        crate::debugging_bar::settled(tab_id).await;
         return Ok(());
     }
     // Never attach to a page outside the boundary (the extension's own, browser pages, files).
     crate::boundary::check_now(tab_id).await?;
+    let bar_shown = ATTACHED.with(|a| !a.borrow().is_empty());
+    let attach_started = crate::js::now_ms();
     let restarted = match with_timeout(DEFAULT_TIMEOUT_MS, "attaching the debugger", debugger::attach(tab_id)).await? {
         Ok(()) => false,
         // Still attached from before a worker restart: the session is ours.
@@ -42,6 +46,8 @@ async fn ensure_attached(tab_id: i32) -> Result<(), String> {
     ATTACHED.with(|a| a.borrow_mut().insert(tab_id));
     crate::idle::attached(tab_id);
     auto_attach(tab_id, restarted).await;
+    // The first look must not measure a layout that Chrome's debugging bar is about to move.
+    crate::debugging_bar::after_attach(tab_id, bar_shown || restarted, attach_started).await;
     Ok(())
 }
 
@@ -51,7 +57,12 @@ pub fn is_attached(tab_id: i32) -> bool {
 
 /// Chrome detached us (tab closed, user cancelled the infobar, navigation to chrome://).
 pub fn on_detach(tab_id: i32) {
-    ATTACHED.with(|a| a.borrow_mut().remove(&tab_id));
+    if ATTACHED.with(|a| {
+        let mut a = a.borrow_mut();
+        a.remove(&tab_id) && a.is_empty()
+    }) {
+        crate::debugging_bar::all_detached();
+    }
     CHILDREN.with(|c| c.borrow_mut().remove(&tab_id));
 }
 

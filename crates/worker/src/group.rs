@@ -58,6 +58,7 @@ pub async fn find_or_create() -> Result<(i32, Option<Tab>), String> {
         .next()
         .ok_or("chrome.windows.create returned a window without a tab")?;
     let tab_id = tab.id.ok_or("the new window's tab has no id")?;
+    crate::debugging_bar::tab_created(tab_id);
     let group_id = tabs::group(&[tab_id], GroupTarget::NewInWindow(window.id)).await?;
     let b = brand();
     tab_groups::update(

@@ -7,6 +7,7 @@ mod btcp;
 mod cdp;
 mod chrome;
 mod coords;
+mod debugging_bar;
 mod group;
 mod idle;
 mod js;
@@ -79,6 +80,9 @@ pub fn on_tab_created(tab: JsValue) {
     let Ok(tab) = js::from_js::<chrome::tabs::Tab>(tab) else {
         return;
     };
+    if let Some(id) = tab.id {
+        debugging_bar::tab_created(id);
+    }
     let (Some(id), Some(opener)) = (tab.id, tab.opener_tab_id) else {
         return;
     };

@@ -333,6 +333,11 @@ pub fn on_event(tab: i32, session: Option<&str>, method: &str, p: &Value) {
         return;
     }
     let now = crate::js::now_ms();
+    let top_frame = method == "Page.loadEventFired"
+        || (method == "Page.frameNavigated" && p.pointer("/frame/parentId").is_none());
+    if session.is_none() && top_frame {
+        crate::debugging_bar::navigated(tab);
+    }
     match session {
         None => with(tab, |r| handle(r, method, p, now)),
         Some(s) if CHILD_DOMAINS.iter().any(|d| method.starts_with(d)) => {

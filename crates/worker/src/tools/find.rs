@@ -51,6 +51,8 @@ struct Hit {
 }
 
 pub async fn run(args: Args) -> Result<ToolResult, String> {
+    // Not a layout that Chrome's debugging bar is about to move.
+    crate::debugging_bar::steady(args.tab_id).await;
     let tab = args.tab_id;
     let query = args.query.trim().to_lowercase();
     if query.is_empty() {

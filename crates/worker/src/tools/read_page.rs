@@ -48,6 +48,8 @@ const DEFAULT_MAX_CHARS: usize = 50_000;
 const NEAR_VIEWPORTS: f64 = 1.0;
 
 pub async fn run(args: Args) -> Result<ToolResult, String> {
+    // Not a layout that Chrome's debugging bar is about to move.
+    crate::debugging_bar::steady(args.tab_id).await;
     let tab = args.tab_id;
     let depth = args.depth.unwrap_or(DEFAULT_DEPTH);
     let max_chars = args.max_chars.unwrap_or(DEFAULT_MAX_CHARS);

@@ -80,6 +80,7 @@ pub async fn create() -> Result<ToolResult, String> {
             })
             .await?;
             let id = tab.id.ok_or("the new tab has no id")?;
+            crate::debugging_bar::tab_created(id);
             tabs::group(&[id], GroupTarget::Existing(group_id)).await?;
             tab
         }
