@@ -7,6 +7,7 @@ use crate::chrome::storage::{self, Area};
 use crate::chrome::{alarms, runtime};
 use crate::js::{log, now_ms, sleep_ms, with_timeout};
 use crate::tools;
+use crate::watchdog;
 use crate::transport::{self, Ended};
 use futures_channel::{mpsc, oneshot};
 use protocol::{Command, CommandResult, ConfigError, ConnectionConfig, Outcome, Transport};
@@ -257,6 +258,7 @@ pub async fn resume() {
         Some(_) => spawn_loop(gen),
         None => {
             with(|s| s.running = false);
+            watchdog::stop().await;
             if status().await.state != State::Error {
                 let msg = if saved_config().await.is_some() {
                     "Disconnected. Click Save & connect to connect."
@@ -295,6 +297,7 @@ pub async fn set_wanted(connect: bool) {
         start_loop();
     } else {
         let _ = alarms::clear(ALARM).await;
+        watchdog::stop().await;
         set_status(
             State::Disconnected,
             "Disconnected by you. Click Save & connect to connect again.",
@@ -339,6 +342,7 @@ async fn run(gen: u64) {
     if let Err(e) = alarms::create_periodic(ALARM, 0.5).await {
         log(&format!("cannot create the keep-alive alarm: {e}"));
     }
+    watchdog::start().await;
     restore().await;
     let mut attempt = 0u32;
     while is_current(gen) {
@@ -444,6 +448,7 @@ async fn stop_for_good(config: &ConnectionConfig, message: String) {
     let _ = storage::set(Area::Local, CONFIG_KEY, &cleared).await;
     let _ = storage::set(Area::Local, WANT_KEY, &false).await;
     let _ = alarms::clear(ALARM).await;
+    watchdog::stop().await;
     set_status(State::Error, message).await;
 }
 
