@@ -2,20 +2,18 @@
 // the top level, so the event that woke the worker is never lost while the wasm loads.
 import init, * as worker from "./pkg/browser_operator_worker.js";
 
-// Why Chrome started this worker: the first event handled before the wasm was ready (the event
-// that woke it is dispatched right after this script runs), or "start" (install, browser start,
-// an extension page asking). Logged, and readable by tests through self.browserOperator.
+// Why Chrome started this worker: the first extension event this instance handled (Chrome
+// starts a stopped worker to deliver an event: "watchdog", "alarm:keepalive", "message", …);
+// null until one came. Logged, and readable by tests through self.browserOperator.
 let startedFor = null;
 const saw = (event) => {
-  startedFor ??= event;
+  if (startedFor !== null) return;
+  startedFor = event;
+  console.info(`[browser-operator] first event of this worker: ${event}`);
 };
 
 const ready = init({ module_or_path: new URL("./pkg/browser_operator_worker_bg.wasm", import.meta.url) })
-  .then(() => {
-    saw("start");
-    console.info(`[browser-operator] worker started (for: ${startedFor})`);
-    worker.boot();
-  });
+  .then(() => worker.boot());
 
 chrome.runtime.onMessage.addListener((message, sender, sendResponse) => {
   saw("message");

@@ -67,7 +67,9 @@ async fn wait_detached(browser: &Browser, tab: i64) -> Result<()> {
     let deadline = Instant::now() + WAIT;
     while worker.eval(&attached).await? == json!(true) {
         if Instant::now() > deadline {
-            return Err(Error::new(format!("tab {tab} still attached after {WAIT:?}")));
+            return Err(Error::new(format!(
+                "tab {tab} still attached after {WAIT:?}"
+            )));
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -178,7 +180,10 @@ async fn the_watchdog_starts_a_stopped_worker_again_without_the_alarm() -> Resul
         if runs == "1" {
             break;
         }
-        assert!(Instant::now() < deadline, "the slow script never finished in the page");
+        assert!(
+            Instant::now() < deadline,
+            "the slow script never finished in the page"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 
@@ -192,7 +197,11 @@ async fn the_watchdog_starts_a_stopped_worker_again_without_the_alarm() -> Resul
         .eval("chrome.runtime.getContexts({contextTypes: ['OFFSCREEN_DOCUMENT']}).then((f) => f.length)")
         .await?;
     worker.detach().await?;
-    assert_eq!(open, json!(0), "the watchdog outlived the user's Disconnect");
+    assert_eq!(
+        open,
+        json!(0),
+        "the watchdog outlived the user's Disconnect"
+    );
     Ok(())
 }
 

@@ -125,7 +125,9 @@ async fn main() -> Result<()> {
     for _ in 0..BASELINE_ROUNDS {
         alarm.push(round(&browser, &backend, true).await?);
     }
-    println!("\nA stopped worker serves again (WebSocket, idle), ms from the stop; median and worst\n");
+    println!(
+        "\nA stopped worker serves again (WebSocket, idle), ms from the stop; median and worst\n"
+    );
     println!(
         "{:<34} {:>3} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}  started for",
         "", "n", "worker", "worst", "connected", "worst", "answered", "worst"

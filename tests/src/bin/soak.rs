@@ -361,7 +361,11 @@ async fn soak(transport: &str, settings: &Settings) -> Result<Report> {
     let mut senders = Vec::new();
     for _ in 0..settings.concurrency {
         let (accepted, next, attempts) = (accepted.clone(), next.clone(), attempts.clone());
-        let (url, token, tabs) = (backend.http_url(), backend.token().to_string(), tabs.clone());
+        let (url, token, tabs) = (
+            backend.http_url(),
+            backend.token().to_string(),
+            tabs.clone(),
+        );
         senders.push(tokio::task::spawn_blocking(move || {
             let agent: ureq::Agent = ureq::Agent::config_builder()
                 .http_status_as_error(false)
@@ -431,10 +435,13 @@ async fn soak(transport: &str, settings: &Settings) -> Result<Report> {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     for s in senders {
-        s.await.map_err(|e| Error::new(format!("a sender failed: {e}")))?;
+        s.await
+            .map_err(|e| Error::new(format!("a sender failed: {e}")))?;
     }
     report.elapsed = started.elapsed();
-    report.memory.push(sample(&browser, accepted.load(Ordering::SeqCst), "end").await?);
+    report
+        .memory
+        .push(sample(&browser, accepted.load(Ordering::SeqCst), "end").await?);
 
     // What ran in each page.
     let mut runs: HashMap<usize, u64> = HashMap::new();
@@ -473,7 +480,10 @@ async fn soak(transport: &str, settings: &Settings) -> Result<Report> {
         let ran = runs.get(&a.n).copied().unwrap_or(0);
         if ran > 1 {
             report.ran_twice += 1;
-            println!("[{transport}] command {} (tab {}) ran {ran} times", a.n, a.tab);
+            println!(
+                "[{transport}] command {} (tab {}) ran {ran} times",
+                a.n, a.tab
+            );
         }
         match &a.outcome {
             Outcome::Refused(why) => {
@@ -488,7 +498,10 @@ async fn soak(transport: &str, settings: &Settings) -> Result<Report> {
                 report.answered += 1;
                 if ran != 1 {
                     report.answered_not_run += 1;
-                    println!("[{transport}] command {} was answered but ran {ran} times", a.n);
+                    println!(
+                        "[{transport}] command {} was answered but ran {ran} times",
+                        a.n
+                    );
                 }
             }
             Outcome::WrongAnswer(text) => {
@@ -547,7 +560,11 @@ fn print_report(r: &Report) {
         "page counter {} = runs recorded {} ({})",
         r.page_count,
         r.page_runs,
-        if r.page_count == r.page_runs { "consistent" } else { "MISMATCH" }
+        if r.page_count == r.page_runs {
+            "consistent"
+        } else {
+            "MISMATCH"
+        }
     );
     let secs = |v: &[Duration]| {
         v.iter()
@@ -555,8 +572,16 @@ fn print_report(r: &Report) {
             .collect::<Vec<_>>()
             .join(" ")
     };
-    println!("server restarts {}: browser back after (s) {}", r.restarts.len(), secs(&r.restarts));
-    println!("worker stops {}: connected again after (s) {}", r.stops.len(), secs(&r.stops));
+    println!(
+        "server restarts {}: browser back after (s) {}",
+        r.restarts.len(),
+        secs(&r.restarts)
+    );
+    println!(
+        "worker stops {}: connected again after (s) {}",
+        r.stops.len(),
+        secs(&r.stops)
+    );
     println!(
         "{:<22} {:>7} {:>9} {:>10} {:>10} {:>12} {:>12} {:>14}",
         "memory", "at", "worker", "heap used", "heap total", "JSHeapUsed", "wasm", "server RSS"
@@ -622,7 +647,16 @@ async fn main() {
     println!("\n== summary ==");
     println!(
         "{:<16} {:>7} {:>8} {:>7} {:>8} {:>6} {:>5} {:>9} {:>9} {:>11}",
-        "transport", "sent", "answered", "errors", "refused", "twice", "lost", "restarts", "stops", "violations"
+        "transport",
+        "sent",
+        "answered",
+        "errors",
+        "refused",
+        "twice",
+        "lost",
+        "restarts",
+        "stops",
+        "violations"
     );
     for r in &reports {
         println!(

@@ -21,7 +21,11 @@ struct CreateParameters<'a> {
 
 /// Opens the offscreen document at `url` (relative to the extension root). Chrome allows one at
 /// a time: a second call fails with its own message.
-pub async fn create_document(url: &str, reasons: &[&str], justification: &str) -> Result<(), String> {
+pub async fn create_document(
+    url: &str,
+    reasons: &[&str],
+    justification: &str,
+) -> Result<(), String> {
     let params = to_js(&CreateParameters {
         url,
         reasons,
