@@ -5,23 +5,37 @@
 // It holds a chrome.runtime port to the worker and sends nothing on it, so it does not make the
 // worker live longer: Chrome still stops the worker when its rules say so. Chrome closes the
 // port when the worker stops; connecting again makes Chrome start the worker for the new port
-// at once, instead of up to 30 s later for the keep-alive alarm. A worker that stops again soon
-// after starting (a crash loop) is restarted after a growing delay, at most the alarm's period.
+// at once, instead of up to 30 s later for the keep-alive alarm.
+//
+// Bounded: at most BURST restarts a minute at once, then one every WINDOW_MS / BURST; a port
+// nothing answered (the worker failed to start) is retried after a delay doubling to 30 s.
 const NAME = "watchdog";
-const SHORT_LIFE_MS = 5_000;
-const FIRST_DELAY_MS = 250;
-const MAX_DELAY_MS = 30_000;
-let delay = 0;
+const BURST = 10;
+const WINDOW_MS = 60_000;
+const FIRST_RETRY_MS = 250;
+const MAX_RETRY_MS = 30_000;
+const restarts = [];
+let retry = 0;
+
+function delay(failed) {
+  const now = Date.now();
+  while (restarts.length && now - restarts[0] > WINDOW_MS) restarts.shift();
+  restarts.push(now);
+  if (failed) {
+    retry = Math.min(Math.max(retry * 2, FIRST_RETRY_MS), MAX_RETRY_MS);
+    return retry;
+  }
+  retry = 0;
+  return restarts.length <= BURST ? 0 : WINDOW_MS / BURST;
+}
 
 function watch() {
-  const since = Date.now();
   const port = chrome.runtime.connect({ name: NAME });
   port.onDisconnect.addListener(() => {
-    // Read so Chrome does not log it: "Could not establish connection" when no worker took it.
-    void chrome.runtime.lastError;
-    const lived = Date.now() - since;
-    delay = lived >= SHORT_LIFE_MS ? 0 : Math.min(Math.max(delay * 2, FIRST_DELAY_MS), MAX_DELAY_MS);
-    setTimeout(watch, delay);
+    // Set when no worker took the port ("Could not establish connection…"); reading it also
+    // keeps Chrome from logging it.
+    const failed = Boolean(chrome.runtime.lastError);
+    setTimeout(watch, delay(failed));
   });
 }
 
