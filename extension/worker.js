@@ -12,8 +12,13 @@ const saw = (event) => {
   console.info(`[browser-operator] first event of this worker: ${event}`);
 };
 
+// The wasm instance's memory, for self.browserOperator.wasmMemoryBytes() (the soak watches it).
+let memory = null;
 const ready = init({ module_or_path: new URL("./pkg/browser_operator_worker_bg.wasm", import.meta.url) })
-  .then(() => worker.boot());
+  .then((exports) => {
+    memory = exports.memory;
+    worker.boot();
+  });
 
 chrome.runtime.onMessage.addListener((message, sender, sendResponse) => {
   saw("message");
@@ -68,8 +73,10 @@ chrome.runtime.onInstalled.addListener(() => {
   return ready;
 });
 // The direct transport: code running in this worker (tests, an embedding build) runs a command
-// through the same dispatch as the network transports, without a server.
+// through the same dispatch as the network transports, without a server; and two diagnostics:
+// what started this worker, and the size of its wasm memory.
 self.browserOperator = Object.freeze({
   run: (command) => ready.then(() => worker.runCommand(command)),
   startedFor: () => startedFor,
+  wasmMemoryBytes: () => memory?.buffer.byteLength ?? 0,
 });
