@@ -6,6 +6,7 @@
 #   ./build.sh test      setup, build, lint, and every test (browser tests included)
 #   ./build.sh lint      cargo fmt --check and clippy (native and wasm32)
 #   ./build.sh bench     every benchmark (tests/src/bin/bench_*.rs), each beside its baseline
+#   ./build.sh soak      commands under faults over every transport (SOAK_COMMANDS=10000 each)
 #   ./build.sh brand     apply brand.json (name, icons, version) to manifest.json
 #   ./build.sh package   the Chrome Web Store zip in dist/, checked to load in Chromium
 set -euo pipefail
@@ -244,6 +245,17 @@ case "$cmd" in
       say "$name"
       cargo run -q -p browser-operator-e2e --bin "$name"
     done
+    ;;
+  soak)
+    # 10,000 commands per network transport (SOAK_COMMANDS, SOAK_TRANSPORTS, SOAK_MINUTES: see
+    # tests/src/bin/soak.rs) with the server restarted every 1,000 and the worker stopped three
+    # times. The report goes to stdout; the in-process server's log to a file.
+    setup_rust; setup_chromium
+    build_worker; build_server
+    cargo build -q -p browser-operator-e2e --bin soak
+    log="$ROOT/target/soak-server.log"
+    say "soak (server log: $log; load: $(cut -d' ' -f1-3 /proc/loadavg))"
+    "$ROOT/target/debug/soak" 2>"$log"
     ;;
   run)
     setup_rust

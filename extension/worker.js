@@ -2,28 +2,81 @@
 // the top level, so the event that woke the worker is never lost while the wasm loads.
 import init, * as worker from "./pkg/browser_operator_worker.js";
 
+// Why Chrome started this worker: the first extension event this instance handled (Chrome
+// starts a stopped worker to deliver an event: "watchdog", "alarm:keepalive", "message", …);
+// null until one came. Logged, and readable by tests through self.browserOperator.
+let startedFor = null;
+const saw = (event) => {
+  if (startedFor !== null) return;
+  startedFor = event;
+  console.info(`[browser-operator] first event of this worker: ${event}`);
+};
+
+// The wasm instance's memory, for self.browserOperator.wasmMemoryBytes() (the soak watches it).
+let memory = null;
 const ready = init({ module_or_path: new URL("./pkg/browser_operator_worker_bg.wasm", import.meta.url) })
-  .then(() => worker.boot());
+  .then((exports) => {
+    memory = exports.memory;
+    worker.boot();
+  });
 
 chrome.runtime.onMessage.addListener((message, sender, sendResponse) => {
+  saw("message");
   ready
     .then(() => worker.onMessage(message, sender))
     .then(sendResponse, (e) => sendResponse({ ok: false, field: "request", message: String(e) }));
   return true; // the answer comes asynchronously
 });
-chrome.alarms.onAlarm.addListener((alarm) => ready.then(() => worker.onAlarm(alarm.name)));
-chrome.debugger.onDetach.addListener((source) => ready.then(() => worker.onDebuggerDetach(source)));
+chrome.alarms.onAlarm.addListener((alarm) => {
+  saw(`alarm:${alarm.name}`);
+  ready.then(() => worker.onAlarm(alarm.name));
+});
+chrome.debugger.onDetach.addListener((source) => {
+  saw("debugger");
+  ready.then(() => worker.onDebuggerDetach(source));
+});
 // CDP events (console, network, dialogs) of group tabs; params is undefined for some events.
-chrome.debugger.onEvent.addListener((source, method, params) =>
-  ready.then(() => worker.onDebuggerEvent(source, method, params ?? null)));
+chrome.debugger.onEvent.addListener((source, method, params) => {
+  saw("debugger");
+  ready.then(() => worker.onDebuggerEvent(source, method, params ?? null));
+});
 chrome.storage.onChanged.addListener((changes, area) => {
+  saw("storage");
   if (area === "local" && changes.debuggerIdleSeconds) ready.then(() => worker.onIdleSettingChanged());
 });
-chrome.tabs.onCreated.addListener((tab) => ready.then(() => worker.onTabCreated(tab)));
-chrome.tabs.onRemoved.addListener((tabId) => ready.then(() => worker.onTabRemoved(tabId)));
+chrome.tabs.onCreated.addListener((tab) => {
+  saw("tabs");
+  ready.then(() => worker.onTabCreated(tab));
+});
+chrome.tabs.onRemoved.addListener((tabId) => {
+  saw("tabs");
+  ready.then(() => worker.onTabRemoved(tabId));
+});
+// The watchdog (extension/watchdog.js, an offscreen document) holds a port to this worker so
+// it can start the worker again as soon as Chrome stops it. Nothing is sent on the port; being
+// connected to is the event, and boot() does the rest. Other ports are refused.
+const WATCHDOG_URL = chrome.runtime.getURL("extension/watchdog.html");
+chrome.runtime.onConnect.addListener((port) => {
+  if (port.name !== "watchdog" || port.sender?.url !== WATCHDOG_URL || port.sender?.tab) {
+    port.disconnect();
+    return;
+  }
+  saw("watchdog");
+});
 // Startup and install only need the worker to run: boot() does the rest.
-chrome.runtime.onStartup.addListener(() => ready);
-chrome.runtime.onInstalled.addListener(() => ready);
+chrome.runtime.onStartup.addListener(() => {
+  saw("startup");
+  return ready;
+});
+chrome.runtime.onInstalled.addListener(() => {
+  saw("install");
+  return ready;
+});
 // The direct transport: code running in this worker (tests, an embedding build) runs a command
-// through the same dispatch as the network transports, without a server.
-self.browserOperator = Object.freeze({ run: (command) => ready.then(() => worker.runCommand(command)) });
+// through the same dispatch as the network transports, without a server; and two diagnostics:
+// what started this worker, and the size of its wasm memory.
+self.browserOperator = Object.freeze({
+  run: (command) => ready.then(() => worker.runCommand(command)),
+  startedFor: () => startedFor,
+  wasmMemoryBytes: () => memory?.buffer.byteLength ?? 0,
+});

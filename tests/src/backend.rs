@@ -269,6 +269,29 @@ impl Caller {
             })
         })
     }
+
+    /// [`Caller::command`], sent again every 20 ms while the server answers that no browser is
+    /// connected (a worker starting, a connection being remade), for at most `within`. A command
+    /// refused that way never reached a browser.
+    pub async fn command_when_connected(
+        &self,
+        tool: &str,
+        args: Value,
+        within: Duration,
+    ) -> Result<CommandResult> {
+        let deadline = Instant::now() + within;
+        loop {
+            match self.command(tool, args.clone()).await {
+                Err(e) if e.to_string().contains("No browser is connected") => {
+                    if Instant::now() > deadline {
+                        return Err(e.context(format!("no browser connected within {within:?}")));
+                    }
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                other => return other,
+            }
+        }
+    }
 }
 
 /// The new tab's id in a `tabs_create_mcp` result ("… Tab ID: 123 …").

@@ -18,6 +18,7 @@ mod refs;
 mod session;
 mod tools;
 mod transport;
+mod watchdog;
 
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::spawn_local;

@@ -8,6 +8,7 @@ use crate::chrome::{alarms, runtime};
 use crate::js::{log, now_ms, sleep_ms, with_timeout};
 use crate::tools;
 use crate::transport::{self, Ended};
+use crate::watchdog;
 use futures_channel::{mpsc, oneshot};
 use protocol::{
     Command, CommandResult, ConfigError, ConnectionConfig, Malformed, Outcome, Transport,
@@ -260,6 +261,7 @@ pub async fn resume() {
         Some(_) => spawn_loop(gen),
         None => {
             with(|s| s.running = false);
+            watchdog::stop().await;
             if status().await.state != State::Error {
                 let msg = if saved_config().await.is_some() {
                     "Disconnected. Click Save & connect to connect."
@@ -298,6 +300,7 @@ pub async fn set_wanted(connect: bool) {
         start_loop();
     } else {
         let _ = alarms::clear(ALARM).await;
+        watchdog::stop().await;
         set_status(
             State::Disconnected,
             "Disconnected by you. Click Save & connect to connect again.",
@@ -342,6 +345,7 @@ async fn run(gen: u64) {
     if let Err(e) = alarms::create_periodic(ALARM, 0.5).await {
         log(&format!("cannot create the keep-alive alarm: {e}"));
     }
+    watchdog::start().await;
     restore().await;
     let mut attempt = 0u32;
     while is_current(gen) {
@@ -447,6 +451,7 @@ async fn stop_for_good(config: &ConnectionConfig, message: String) {
     let _ = storage::set(Area::Local, CONFIG_KEY, &cleared).await;
     let _ = storage::set(Area::Local, WANT_KEY, &false).await;
     let _ = alarms::clear(ALARM).await;
+    watchdog::stop().await;
     set_status(State::Error, message).await;
 }
 

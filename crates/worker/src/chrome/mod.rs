@@ -4,6 +4,7 @@
 pub mod action;
 pub mod alarms;
 pub mod debugger;
+pub mod offscreen;
 pub mod runtime;
 pub mod storage;
 pub mod tab_groups;

@@ -1,4 +1,5 @@
-//! chrome.runtime: the extension's id and a trivial call that resets the worker's idle timer.
+//! chrome.runtime: the extension's id, its contexts, and a trivial call that resets the worker's
+//! idle timer.
 
 use crate::js::error_text;
 use wasm_bindgen::prelude::*;
@@ -9,6 +10,8 @@ extern "C" {
     async fn get_platform_info() -> Result<JsValue, JsValue>;
     #[wasm_bindgen(js_namespace = ["chrome", "runtime"], js_name = getManifest)]
     fn get_manifest() -> JsValue;
+    #[wasm_bindgen(catch, js_namespace = ["chrome", "runtime"], js_name = getContexts)]
+    async fn get_contexts_js(filter: &JsValue) -> Result<JsValue, JsValue>;
 }
 
 /// A cheap extension API call: Chrome counts it as activity and keeps the worker alive.
@@ -17,6 +20,13 @@ pub async fn touch() -> Result<(), String> {
         .await
         .map(drop)
         .map_err(|e| error_text(&e))
+}
+
+/// How many of this extension's contexts of `kind` exist (`"OFFSCREEN_DOCUMENT"`, `"TAB"`, …).
+pub async fn count_contexts(kind: &str) -> Result<usize, String> {
+    let filter = crate::js::to_js(&serde_json::json!({ "contextTypes": [kind] }))?;
+    let found = get_contexts_js(&filter).await.map_err(|e| error_text(&e))?;
+    Ok(js_sys::Array::from(&found).length() as usize)
 }
 
 /// This extension's id.

@@ -1,0 +1,222 @@
+//! A stopped worker is started again by the watchdog (an offscreen document holding a port to
+//! it), not by the 30 s keep-alive alarm: the alarms are cleared before each stop, so only the
+//! watchdog can be the cause, and the new worker says what started it. Idle and with a command
+//! in flight; and after the user's Disconnect the watchdog is gone, so nothing wakes the worker.
+
+use browser_operator_e2e::{connected_over, Backend, Browser, Error, Result, TargetInfo};
+use protocol::Outcome;
+use serde_json::json;
+use std::time::{Duration, Instant};
+
+/// Bounds of the waits below (conditions, polled): generous for a loaded machine.
+const WAIT: Duration = Duration::from_secs(20);
+
+/// On the running worker: clears every alarm (the keep-alive and the debugger-idle backstops), so
+/// nothing but the watchdog can start the worker again once it is stopped. Returns the number of
+/// open watchdogs (offscreen documents) and the worker's target.
+async fn disarm_alarms(browser: &Browser) -> Result<(u64, TargetInfo)> {
+    let worker = browser.worker().await?;
+    let watchdogs = worker
+        .eval(
+            "chrome.alarms.clearAll()
+                .then(() => chrome.alarms.getAll())
+                .then((all) => { if (all.length) throw new Error('alarms left: ' + JSON.stringify(all)); })
+                .then(() => chrome.runtime.getContexts({contextTypes: ['OFFSCREEN_DOCUMENT']}))
+                .then((found) => found.length)",
+        )
+        .await?;
+    let target = browser
+        .worker_target()
+        .await?
+        .ok_or_else(|| Error::new("the worker stopped while being read"))?;
+    worker.detach().await?;
+    Ok((watchdogs.as_u64().unwrap_or(0), target))
+}
+
+/// Waits until a worker instance other than `old` runs; then what started it
+/// (`self.browserOperator.startedFor()`).
+async fn restarted(browser: &Browser, old: &TargetInfo) -> Result<String> {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        if let Some(t) = browser.worker_target().await? {
+            if t.id != old.id {
+                break;
+            }
+        }
+        if Instant::now() > deadline {
+            return Err(Error::new(format!(
+                "no new worker within {WAIT:?} of stopping it (alarms cleared: only the watchdog can start it)"
+            ))
+            .with_log(&browser.log_tail()));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let worker = browser.worker().await?;
+    let why = worker.eval("self.browserOperator.startedFor()").await?;
+    worker.detach().await?;
+    Ok(why.as_str().unwrap_or("").to_string())
+}
+
+/// The tab is detached by the idle setting (1 s), so no debugger event can wake the worker.
+async fn wait_detached(browser: &Browser, tab: i64) -> Result<()> {
+    let worker = browser.worker().await?;
+    worker.set_idle_seconds(1).await?;
+    let attached = format!(
+        "chrome.debugger.getTargets().then((ts) => ts.some((t) => t.tabId === {tab} && t.attached))"
+    );
+    let deadline = Instant::now() + WAIT;
+    while worker.eval(&attached).await? == json!(true) {
+        if Instant::now() > deadline {
+            return Err(Error::new(format!(
+                "tab {tab} still attached after {WAIT:?}"
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    worker.detach().await
+}
+
+/// When the browser's current connection was made, per the server (`None`: not connected).
+async fn connected_at(backend: &Backend) -> Result<Option<u64>> {
+    Ok(backend.status().await?["browsers"][0]["connectedAt"].as_u64())
+}
+
+/// Waits until the server holds a connection other than the one made at `before`: commands
+/// then go to the new worker, not to a connection that is closing.
+async fn reconnected(backend: &Backend, before: Option<u64>) -> Result<()> {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let now = connected_at(backend).await?;
+        if now.is_some() && now != before {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(Error::new(format!(
+                "the browser did not connect again within {WAIT:?}: {}",
+                backend.status().await?
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn title(backend: &Backend, tab: i64) -> Result<String> {
+    let r = backend
+        .caller()
+        .command_when_connected(
+            "javascript_tool",
+            json!({"tabId": tab, "text": "document.title"}),
+            WAIT,
+        )
+        .await?;
+    match r.outcome {
+        Outcome::Result { result } => Ok(result.joined_text()),
+        Outcome::Error { error } => Err(Error::new(format!("document.title failed: {error}"))),
+    }
+}
+
+#[tokio::test]
+async fn the_watchdog_starts_a_stopped_worker_again_without_the_alarm() -> Result<()> {
+    let (fixtures, backend, browser) = connected_over("websocket").await?;
+    let (tab, group) = backend.first_tab().await?;
+    backend.navigate(tab, &fixtures.url("hello.html")).await?;
+    wait_detached(&browser, tab).await?;
+
+    // Idle, twice: each time the new worker was started by the watchdog and serves at once.
+    for round in 0..2 {
+        let (watchdogs, old) = disarm_alarms(&browser).await?;
+        assert_eq!(watchdogs, 1, "one watchdog while connected (round {round})");
+        let before = connected_at(&backend).await?;
+        browser.stop_worker().await?;
+        let why = restarted(&browser, &old).await?;
+        assert_eq!(why, "watchdog", "what started the worker (round {round})");
+        reconnected(&backend, before).await?;
+        assert_eq!(title(&backend, tab).await?, "Fixture: hello");
+        let (_, again) = backend.first_tab().await?;
+        assert_eq!(again, group, "the restarted worker recognises its group");
+    }
+
+    // A command in flight: answered with the interruption error, never run twice, and the
+    // command sent right after the stop is answered by the new worker.
+    let caller = backend.caller();
+    let slow = tokio::spawn(async move {
+        caller
+            .command(
+                "javascript_tool",
+                json!({"tabId": tab, "text": "await new Promise(r => setTimeout(r, 2000)); window.__slow = (window.__slow || 0) + 1; 'slow done'"}),
+            )
+            .await
+    });
+    // Running once the page shows it (the worker attached the tab for it).
+    let worker = browser.worker().await?;
+    let attached = format!(
+        "chrome.debugger.getTargets().then((ts) => ts.some((t) => t.tabId === {tab} && t.attached))"
+    );
+    let deadline = Instant::now() + WAIT;
+    while worker.eval(&attached).await? != json!(true) {
+        assert!(Instant::now() < deadline, "the slow command never attached");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    worker.detach().await?;
+    let (_, old) = disarm_alarms(&browser).await?;
+    let before = connected_at(&backend).await?;
+    browser.stop_worker().await?;
+    reconnected(&backend, before).await?;
+    assert_eq!(title(&backend, tab).await?, "Fixture: hello");
+    let answer = slow.await.map_err(|e| Error::new(e.to_string()))??;
+    match answer.outcome {
+        Outcome::Error { error } => {
+            assert!(error.contains("service worker was stopped"), "{error}")
+        }
+        Outcome::Result { result } => panic!("expected an error, got {}", result.joined_text()),
+    }
+    assert_eq!(restarted(&browser, &old).await?, "watchdog");
+    // The page's own count: the interrupted command ran once (its script went on in the page)
+    // and was not run again.
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let runs = slow_runs(&backend, tab).await?;
+        assert!(runs == "0" || runs == "1", "window.__slow = {runs}");
+        if runs == "1" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the slow script never finished in the page"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // The user's Disconnect closes the watchdog: nothing will wake the worker for a connection.
+    let page = browser.options_page().await?;
+    page.click("#disconnect").await?;
+    page.wait_status("disconnected", WAIT).await?;
+    page.close().await?;
+    let worker = browser.worker().await?;
+    let open = worker
+        .eval("chrome.runtime.getContexts({contextTypes: ['OFFSCREEN_DOCUMENT']}).then((f) => f.length)")
+        .await?;
+    worker.detach().await?;
+    assert_eq!(
+        open,
+        json!(0),
+        "the watchdog outlived the user's Disconnect"
+    );
+    Ok(())
+}
+
+/// `window.__slow` as text ("0" until the slow script has counted).
+async fn slow_runs(backend: &Backend, tab: i64) -> Result<String> {
+    let r = backend
+        .caller()
+        .command_when_connected(
+            "javascript_tool",
+            json!({"tabId": tab, "text": "String(window.__slow || 0)"}),
+            WAIT,
+        )
+        .await?;
+    match r.outcome {
+        Outcome::Result { result } => Ok(result.joined_text()),
+        Outcome::Error { error } => Err(Error::new(error)),
+    }
+}
