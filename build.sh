@@ -155,20 +155,18 @@ PY
 package() {
   apply_brand
   build_worker
-  local version dist stage zip
+  package_zip
+}
+
+# The zip of what build_worker built; its path is left in PACKAGE_ZIP.
+package_zip() {
+  local version dist zip
   version=$(python3 -c 'import json; print(json.load(open("manifest.json"))["version"])')
-  dist="$ROOT/dist"; stage=$(mktemp -d); zip="$dist/browser-operator-$version.zip"
-  mkdir -p "$dist" "$stage/extension/pkg" "$stage/extension/icons"
-  # Only what the extension loads; the store assigns the id, so no "key".
-  python3 -c 'import json,sys; m=json.load(open("manifest.json")); m.pop("key",None); json.dump(m,open(sys.argv[1],"w"),indent=2)' "$stage/manifest.json"
-  cp extension/worker.js extension/content.js extension/options.{html,js,css} extension/popup.{html,js,css} "$stage/extension/"
-  cp extension/icons/*.png "$stage/extension/icons/"
-  cp "$PKG/browser_operator_worker.js" "$PKG/browser_operator_worker_bg.wasm" "$stage/extension/pkg/"
+  dist="$ROOT/dist"; zip="$dist/browser-operator-$version.zip"
+  # The files the extension loads, followed from the manifest and each file's imports (not a
+  # hand list); the store assigns the id, so the manifest's "key" is dropped.
   rm -f "$zip"
-  (cd "$stage" && python3 -c 'import os,sys,zipfile
-z=zipfile.ZipFile(sys.argv[1],"w",zipfile.ZIP_DEFLATED)
-for d,_,fs in sorted(os.walk(".")):
-    for f in sorted(fs): z.write(os.path.join(d,f), os.path.relpath(os.path.join(d,f),"."))' "$zip")
+  python3 "$ROOT/scripts/package.py" zip "$zip" "$ROOT"
   say "checking that the zip loads in Chromium"
   local check profile port worker=""
   check=$(mktemp -d); profile=$(mktemp -d)
@@ -186,9 +184,10 @@ for d,_,fs in sorted(os.walk(".")):
     sleep 0.2
   done
   kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true
-  rm -rf "$stage" "$check" "$profile"
+  rm -rf "$check" "$profile"
   [ -n "$worker" ] || { echo "the packaged extension did not start its service worker in Chromium" >&2; exit 1; }
   say "$zip ($(wc -c <"$zip") bytes): loads in Chromium ($worker)"
+  PACKAGE_ZIP="$zip"
 }
 
 build_server() {
@@ -235,7 +234,9 @@ case "$cmd" in
     setup_rust; setup_chromium; setup_xvfb; setup_nextest || true
     build_worker; build_server
     lint
-    run_tests
+    # The store zip, which tests/tests/package.rs unpacks and drives in Chromium.
+    apply_brand; package_zip
+    BROWSER_OPERATOR_PACKAGE="$PACKAGE_ZIP" FUZZ_SECONDS="${FUZZ_SECONDS:-1}" run_tests
     ;;
   bench)
     setup_rust; setup_chromium

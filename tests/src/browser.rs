@@ -51,7 +51,8 @@ pub struct BrowserOptions {
     /// profile across launches, end the first browser with [`Browser::close`] so it
     /// flushes its storage.
     pub user_data_dir: Option<PathBuf>,
-    /// The unpacked extension to load; default: the repository root.
+    /// The unpacked extension to load; default: `BROWSER_OPERATOR_EXTENSION_DIR` if set, else
+    /// the repository root.
     pub extension_dir: Option<PathBuf>,
     /// Run without a window. Default `true`; `./build.sh run` opens a real window when it can.
     pub headless: bool,
@@ -163,7 +164,7 @@ impl Browser {
             Some(dir) => dir
                 .canonicalize()
                 .map_err(|e| Error::new(format!("extension dir {}: {e}", dir.display())))?,
-            None => repo_root(),
+            None => default_extension_dir(),
         };
         if opts.with_extension && !extension_dir.join("manifest.json").is_file() {
             return Err(Error::new(format!(
@@ -1160,5 +1161,17 @@ impl Drop for TempDirGuard {
         if let Some(dir) = &self.0 {
             let _ = std::fs::remove_dir_all(dir);
         }
+    }
+}
+
+/// The extension folder tests load unless told otherwise: `BROWSER_OPERATOR_EXTENSION_DIR` (e.g.
+/// an unpacked store zip), else the repository root.
+pub fn default_extension_dir() -> PathBuf {
+    match std::env::var_os("BROWSER_OPERATOR_EXTENSION_DIR") {
+        Some(dir) if !dir.is_empty() => {
+            let dir = PathBuf::from(dir);
+            dir.canonicalize().unwrap_or(dir)
+        }
+        _ => repo_root(),
     }
 }

@@ -36,9 +36,10 @@ pub fn repo_root() -> PathBuf {
     root.canonicalize().unwrap_or(root)
 }
 
-/// The built worker, which `./build.sh build` produces.
+/// The built worker, which `./build.sh build` produces (in the folder the tests load the
+/// extension from: see [`browser::default_extension_dir`]).
 pub fn built_worker_wasm() -> PathBuf {
-    repo_root().join("extension/pkg/browser_operator_worker_bg.wasm")
+    browser::default_extension_dir().join("extension/pkg/browser_operator_worker_bg.wasm")
 }
 
 /// Call at the start of every test that loads the extension: panics with instructions

@@ -722,3 +722,79 @@ async fn page_tools_work_over_every_transport() -> Result<()> {
     }
     Ok(())
 }
+
+/// A page that registers past the bounds (thousands of methods, a multi-megabyte schema,
+/// `__proto__` and other names that are not namespaces, more namespaces or registry than allowed)
+/// gets an error naming the bound from registerProvider / registerTool, and everything it did
+/// register within the bounds is still offered and called: nothing vanishes from the tab.
+#[tokio::test]
+async fn registrations_past_the_bounds_fail_on_the_page_and_the_other_tools_stay() -> Result<()> {
+    let (fixtures, backend, _browser) = connected_over("websocket").await?;
+    let (tab, _) = backend.first_tab().await?;
+    backend
+        .navigate(tab, &fixtures.url("greedy-tools.html"))
+        .await?;
+    let attempts: Value =
+        serde_json::from_str(&backend.js(tab, "JSON.stringify(window.attempts)").await?)?;
+    let expected = json!([
+        ["shop", "ok"],
+        ["3000 methods", "RangeError: btcp: thousands has too many methods (limit 256 methods, got 3000)"],
+        ["3 MB schema", "RangeError: btcp: huge.methods[0].inputSchema is too large (limit 32768 characters of JSON, got 3145762)"],
+        ["deep schema", "RangeError: btcp: deep.methods[0].inputSchema nests too deeply (limit 24 levels, got over 24)"],
+        ["__proto__", "TypeError: btcp: namespace __proto__ is reserved: names starting with __ are reserved"],
+        ["constructor", "TypeError: btcp: namespace constructor is reserved: it is a property of every JavaScript object"],
+        ["prototype", "TypeError: btcp: namespace prototype is reserved: it is a property of every JavaScript object"],
+        ["__secret", "TypeError: btcp: namespace __secret is reserved: names starting with __ are reserved"],
+        ["browser", "TypeError: btcp: namespace browser is reserved: it is the extension's built-in tools"],
+        ["webmcp", "TypeError: btcp: namespace webmcp is reserved: it holds the page's WebMCP tools (document.modelContext.registerTool)"],
+        ["JSON", "TypeError: btcp: namespace JSON is reserved: it is a name the code-mode sandbox already uses"],
+        ["method constructor", "TypeError: btcp: store.methods[0].name constructor is reserved: it is a property of every JavaScript object"],
+        ["webmcp __proto__", "TypeError: btcp: webmcp.methods[0].name __proto__ is reserved: names starting with __ are reserved"],
+        ["bulky providers", "17 fit, then RangeError: btcp: the page's tool registry would be too large with bulk17 (limit 524288 characters of JSON, got 543503)"],
+        ["namespaces", "64 namespaces with shop, then RangeError: btcp: this page has too many namespaces to add ns63 (limit 64 namespaces, got 65)"],
+        ["webmcp tool past the namespaces", "RangeError: btcp: this page has too many namespaces to add webmcp (limit 64 namespaces, got 65)"]
+    ]);
+    assert_eq!(attempts, expected);
+
+    // What fit is offered, nothing was refused on the worker's side, and it all still answers.
+    let all: Value = serde_json::from_str(
+        &backend
+            .text("btcp_interfaces", json!({"tabId": tab}))
+            .await?,
+    )?;
+    let names: Vec<&str> = all["namespaces"]
+        .as_array()
+        .expect("namespaces")
+        .iter()
+        .filter_map(|n| n["namespace"].as_str())
+        .collect();
+    assert_eq!(names.len(), 65, "browser + 64: {names:?}");
+    assert_eq!(&names[..3], ["browser", "shop", "ns0"]);
+    assert_eq!(names[64], "ns62");
+    assert!(all.get("refused").is_none(), "{}", all["refused"]);
+    let call = |ns: &str, method: &str| json!({"tabId": tab, "namespace": ns, "method": method, "args": {}});
+    assert_eq!(
+        backend.text("btcp_call", call("shop", "cart")).await?,
+        "{\"items\":2}"
+    );
+    assert_eq!(
+        backend.text("btcp_call", call("ns62", "ping")).await?,
+        "\"pong 62\""
+    );
+    let e = backend.error("btcp_call", call("thousands", "m1")).await?;
+    assert!(
+        e.starts_with("This tab has no tool namespace \"thousands\"."),
+        "{e}"
+    );
+    // Code mode sees the same namespaces, and none of the refused names.
+    let out: Value = serde_json::from_str(
+        &backend
+            .text(
+                "btcp_run_script",
+                json!({"tabId": tab, "script": "return [Object.keys(globalThis).length, typeof thousands, await shop.cart()]"}),
+            )
+            .await?,
+    )?;
+    assert_eq!(out["result"], json!([68, "undefined", {"items": 2}]));
+    Ok(())
+}

@@ -11,9 +11,33 @@ use serde_json::Value;
 pub const BROWSER: &str = "browser";
 /// The namespace of the tools a page registered through WebMCP.
 pub const WEBMCP: &str = "webmcp";
-const MAX_NAMESPACES: usize = 64;
-const MAX_METHODS: usize = 256;
-const MAX_DESCRIPTION: usize = 4_000;
+
+/// What a page may register. extension/page-tools.js refuses a registration past these bounds
+/// (its `LIMITS` object holds the same numbers; `page_tools_js_agrees` checks that), and the
+/// worker checks each namespace again when it reads the registry, refusing only the namespace
+/// that breaks one. Lengths are in UTF-16 code units on the page and in characters here, so
+/// whatever the page accepts, the worker accepts.
+pub mod limits {
+    /// Namespaces per page (WebMCP's `webmcp` counts as one).
+    pub const NAMESPACES: usize = 64;
+    /// Methods per namespace (WebMCP tools per page).
+    pub const METHODS: usize = 256;
+    /// A method's or an interface's description.
+    pub const DESCRIPTION: usize = 4_000;
+    /// An interface's name and version, a method's title.
+    pub const LABEL: usize = 128;
+    /// One method's inputSchema, outputSchema and annotations together, as JSON text.
+    pub const SCHEMA: usize = 32_768;
+    /// How deeply one schema (or annotations object) may nest objects and arrays.
+    pub const SCHEMA_DEPTH: usize = 24;
+    /// The whole registry as JSON text (what `btcp.__describe()` returns).
+    pub const REGISTRY: usize = 524_288;
+}
+use limits::{
+    DESCRIPTION as MAX_DESCRIPTION, LABEL as MAX_LABEL, METHODS as MAX_METHODS,
+    NAMESPACES as MAX_NAMESPACES, REGISTRY as MAX_REGISTRY, SCHEMA as MAX_SCHEMA,
+    SCHEMA_DEPTH as MAX_SCHEMA_DEPTH,
+};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -62,6 +86,17 @@ pub struct Namespace {
 pub struct PageTools {
     pub revision: u64,
     pub namespaces: Vec<Namespace>,
+    /// Namespaces the page offered that broke a rule, each with the rule: they are left out,
+    /// the others are served.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refused: Vec<Refused>,
+}
+
+/// A namespace the worker left out of a page's registry, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Refused {
+    pub namespace: String,
+    pub error: String,
 }
 
 /// A page tool as an entry an MCP server can list: `<namespace>.<method>`, its description
@@ -115,13 +150,14 @@ fn is_tool_name(s: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
 }
 
-/// Names a page namespace can't take: the sandbox's own globals.
-const RESERVED: &[&str] = &[
+/// Names a page namespace can't take: the sandbox's own globals (extension/page-tools.js keeps
+/// the same list). Names starting with `__` and the members of `Object.prototype` are refused
+/// too ([`reserved`]).
+pub const RESERVED: &[&str] = &[
     "browser",
+    "webmcp",
     "console",
     "globalThis",
-    "__interfaces",
-    "__getToolInterface",
     "Object",
     "Array",
     "Function",
@@ -150,24 +186,170 @@ const RESERVED: &[&str] = &[
     "arguments",
 ];
 
+/// Names that are properties of every object in JavaScript: neither a namespace nor a method
+/// may take them (a method `constructor` would find `Object` on any API object).
+pub const OBJECT_MEMBERS: &[&str] = &[
+    "constructor",
+    "prototype",
+    "hasOwnProperty",
+    "isPrototypeOf",
+    "propertyIsEnumerable",
+    "toLocaleString",
+    "toString",
+    "valueOf",
+];
+
+/// Why `name` can't be a page's namespace (`None`: it can).
+pub fn reserved_namespace(name: &str) -> Option<&'static str> {
+    if name.starts_with("__") {
+        Some("names starting with __ are reserved")
+    } else if name == BROWSER {
+        Some("it is the extension's built-in tools")
+    } else if name == WEBMCP {
+        Some("it holds the page's WebMCP tools (document.modelContext.registerTool)")
+    } else if RESERVED.contains(&name) {
+        Some("it is a name the code-mode sandbox already uses")
+    } else if OBJECT_MEMBERS.contains(&name) {
+        Some("it is a property of every JavaScript object")
+    } else {
+        None
+    }
+}
+
+/// Why `name` can't be a method or WebMCP tool name (`None`: it can).
+pub fn reserved_method(name: &str) -> Option<&'static str> {
+    if name.starts_with("__") {
+        Some("names starting with __ are reserved")
+    } else if OBJECT_MEMBERS.contains(&name) {
+        Some("it is a property of every JavaScript object")
+    } else {
+        None
+    }
+}
+
+/// `text` (JSON) with each escaped lone surrogate (`\ud800` not followed by a trailing one, or a
+/// trailing one alone), which JavaScript's JSON.stringify writes and serde_json refuses, turned
+/// into U+FFFD, so that one odd string spoils nothing.
+pub fn without_lone_surrogates(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains("\\u") {
+        return text.into();
+    }
+    let b = text.as_bytes();
+    let unit = |at: usize| -> Option<u16> {
+        let hex = b.get(at..at + 4)?;
+        if !hex.iter().all(u8::is_ascii_hexdigit) {
+            return None;
+        }
+        u16::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()
+    };
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] != b'\\' || i + 1 >= b.len() {
+            out.push(b[i]);
+            i += 1;
+            continue;
+        }
+        if b[i + 1] != b'u' {
+            out.extend_from_slice(&b[i..i + 2]);
+            i += 2;
+            continue;
+        }
+        match unit(i + 2) {
+            Some(0xD800..=0xDBFF) => {
+                let pair = b.get(i + 6..i + 8) == Some(b"\\u".as_slice())
+                    && matches!(unit(i + 8), Some(0xDC00..=0xDFFF));
+                if pair {
+                    out.extend_from_slice(&b[i..i + 12]);
+                    i += 12;
+                } else {
+                    out.extend_from_slice(b"\\ufffd");
+                    i += 6;
+                }
+            }
+            Some(0xDC00..=0xDFFF) => {
+                out.extend_from_slice(b"\\ufffd");
+                i += 6;
+            }
+            Some(_) => {
+                out.extend_from_slice(&b[i..i + 6]);
+                i += 6;
+            }
+            None => {
+                out.extend_from_slice(&b[i..i + 2]);
+                i += 2;
+            }
+        }
+    }
+    // Only ASCII escapes were rewritten, so the bytes are still UTF-8.
+    String::from_utf8(out).map_or_else(|_| text.into(), Into::into)
+}
+
+/// How deeply `v` nests objects and arrays (a scalar is 0).
+fn depth(v: &Value) -> usize {
+    match v {
+        Value::Array(a) => 1 + a.iter().map(depth).max().unwrap_or(0),
+        Value::Object(o) => 1 + o.values().map(depth).max().unwrap_or(0),
+        _ => 0,
+    }
+}
+
+/// Characters of `v` as JSON text.
+fn json_chars(v: &Value) -> usize {
+    serde_json::to_string(v).map_or(usize::MAX, |t| t.chars().count())
+}
+
 impl PageTools {
     /// Reads what a page reported (`btcp.__describe()`), checking every name and schema again:
-    /// the page is untrusted, and a page without our script could fake the registry.
+    /// the page is untrusted, and a page without our script could fake the registry. A
+    /// namespace that breaks a rule is left out and listed in `refused` with the rule; the
+    /// others are kept. Only a registry that is not JSON, or larger than
+    /// [`limits::REGISTRY`], is refused whole.
     pub fn from_page(text: &str) -> Result<PageTools, String> {
-        let tools: PageTools = serde_json::from_str(text)
-            .map_err(|e| format!("The page's tool registry is malformed: {e}"))?;
-        if tools.namespaces.len() > MAX_NAMESPACES {
+        if text.len() > MAX_REGISTRY && text.chars().count() > MAX_REGISTRY {
             return Err(format!(
-                "The page registered more than {MAX_NAMESPACES} namespaces."
+                "The page's tool registry is larger than {MAX_REGISTRY} characters."
             ));
         }
-        let mut seen = Vec::new();
-        for ns in &tools.namespaces {
-            check_namespace(ns)?;
-            if seen.contains(&&ns.namespace) {
-                return Err(format!("The page registered {} twice.", ns.namespace));
+        #[derive(Deserialize)]
+        struct Raw {
+            revision: u64,
+            namespaces: Vec<Value>,
+        }
+        let raw: Raw = serde_json::from_str(&without_lone_surrogates(text))
+            .map_err(|e| format!("The page's tool registry is malformed: {e}"))?;
+        let mut tools = PageTools {
+            revision: raw.revision,
+            namespaces: Vec::new(),
+            refused: Vec::new(),
+        };
+        for value in raw.namespaces {
+            let name = value
+                .get("namespace")
+                .and_then(Value::as_str)
+                .map(|n| n.chars().take(64).collect::<String>())
+                .unwrap_or_default();
+            let checked = serde_json::from_value::<Namespace>(value)
+                .map_err(|e| format!("{name}: the namespace is malformed: {e}"))
+                .and_then(|ns| {
+                    check_namespace(&ns)?;
+                    if tools.namespaces.iter().any(|n| n.namespace == ns.namespace) {
+                        return Err(format!("The page registered {} twice.", ns.namespace));
+                    }
+                    if tools.namespaces.len() >= MAX_NAMESPACES {
+                        return Err(format!(
+                            "The page registered more than {MAX_NAMESPACES} namespaces."
+                        ));
+                    }
+                    Ok(ns)
+                });
+            match checked {
+                Ok(ns) => tools.namespaces.push(ns),
+                Err(error) => tools.refused.push(Refused {
+                    namespace: name,
+                    error,
+                }),
             }
-            seen.push(&ns.namespace);
         }
         Ok(tools)
     }
@@ -182,11 +364,16 @@ impl PageTools {
         self.namespaces
             .iter()
             .find(|n| n.namespace == namespace)
-            .ok_or_else(|| {
-                format!(
+            .ok_or_else(|| match self.refused.iter().find(|r| r.namespace == namespace) {
+                Some(r) => format!(
+                    "This tab's page offered the namespace \"{namespace}\" but it was refused: {} Namespaces: {}.",
+                    r.error,
+                    self.names().join(", ")
+                ),
+                None => format!(
                     "This tab has no tool namespace \"{namespace}\". Namespaces: {}.",
                     self.names().join(", ")
-                )
+                ),
             })
     }
 
@@ -257,21 +444,37 @@ fn check_namespace(ns: &Namespace) -> Result<(), String> {
         Source::Webmcp if name != WEBMCP => {
             return Err(format!("WebMCP tools belong to {WEBMCP}, not {name}."))
         }
-        Source::Btcp if name == WEBMCP || RESERVED.contains(&name.as_str()) => {
-            return Err(format!("The namespace {name} is reserved."))
+        Source::Btcp => {
+            if let Some(why) = reserved_namespace(name) {
+                return Err(format!("The namespace {name} is reserved: {why}."));
+            }
         }
-        _ => {}
+        Source::Webmcp => {}
     }
     if !is_identifier(name) {
         return Err(format!(
             "The namespace {name:?} is not a JavaScript identifier."
         ));
     }
-    let methods = &ns.interface.methods;
+    let i = &ns.interface;
+    if i.name.chars().count() > MAX_LABEL || i.version.chars().count() > MAX_LABEL {
+        return Err(format!(
+            "{name}: the interface's name and version must have at most {MAX_LABEL} characters."
+        ));
+    }
+    if i.description
+        .as_ref()
+        .is_some_and(|d| d.chars().count() > MAX_DESCRIPTION)
+    {
+        return Err(format!(
+            "{name}: the interface's description must have at most {MAX_DESCRIPTION} characters."
+        ));
+    }
+    let methods = &i.methods;
     if methods.is_empty() || methods.len() > MAX_METHODS {
         return Err(format!("{name} must have 1 to {MAX_METHODS} methods."));
     }
-    for m in methods {
+    for (k, m) in methods.iter().enumerate() {
         let ok_name = match ns.source {
             Source::Webmcp => is_tool_name(&m.name),
             _ => is_identifier(&m.name),
@@ -282,15 +485,52 @@ fn check_namespace(ns: &Namespace) -> Result<(), String> {
                 m.name
             ));
         }
-        if m.description.is_empty() || m.description.len() > MAX_DESCRIPTION {
+        if let Some(why) = reserved_method(&m.name) {
+            return Err(format!(
+                "{name}: the method name {} is reserved: {why}.",
+                m.name
+            ));
+        }
+        if methods[..k].iter().any(|o| o.name == m.name) {
+            return Err(format!("{name}.{} is declared twice.", m.name));
+        }
+        let chars = m.description.chars().count();
+        if chars == 0 || chars > MAX_DESCRIPTION {
             return Err(format!(
                 "{name}.{}: the description must have 1 to {MAX_DESCRIPTION} characters.",
+                m.name
+            ));
+        }
+        if m.title
+            .as_ref()
+            .is_some_and(|t| t.chars().count() > MAX_LABEL)
+        {
+            return Err(format!(
+                "{name}.{}: the title must have at most {MAX_LABEL} characters.",
                 m.name
             ));
         }
         if m.input_schema.get("type").and_then(Value::as_str) != Some("object") {
             return Err(format!(
                 "{name}.{}: inputSchema must have type \"object\".",
+                m.name
+            ));
+        }
+        let parts = [
+            Some(&m.input_schema),
+            m.output_schema.as_ref(),
+            m.annotations.as_ref(),
+        ];
+        if parts.iter().flatten().any(|v| depth(v) > MAX_SCHEMA_DEPTH) {
+            return Err(format!(
+                "{name}.{}: a schema nests deeper than {MAX_SCHEMA_DEPTH} levels.",
+                m.name
+            ));
+        }
+        let size: usize = parts.iter().flatten().map(|v| json_chars(v)).sum();
+        if size > MAX_SCHEMA {
+            return Err(format!(
+                "{name}.{}: its schemas and annotations are {size} characters of JSON; the limit is {MAX_SCHEMA}.",
                 m.name
             ));
         }
@@ -493,28 +733,188 @@ mod tests {
 
     #[test]
     fn refuses_what_a_page_must_not_register() {
+        let refused = |ns: Value| -> String {
+            let tools = PageTools::from_page(&page(json!([ns]))).unwrap();
+            assert!(tools.namespaces.is_empty(), "{tools:?}");
+            tools.refused[0].error.clone()
+        };
         let mut bad = todo();
         bad["namespace"] = json!("browser");
-        assert!(PageTools::from_page(&page(json!([bad]))).is_err());
+        assert!(refused(bad).contains("reserved"));
+        let mut bad = todo();
+        bad["source"] = json!("browser");
+        assert_eq!(refused(bad), "A page can't define the namespace browser.");
         let mut bad = todo();
         bad["namespace"] = json!("JSON");
-        assert!(PageTools::from_page(&page(json!([bad])))
-            .unwrap_err()
-            .contains("reserved"));
+        assert!(refused(bad).contains("reserved"));
         let mut bad = todo();
         bad["namespace"] = json!("a-b");
-        assert!(PageTools::from_page(&page(json!([bad])))
-            .unwrap_err()
-            .contains("identifier"));
+        assert!(refused(bad).contains("identifier"));
         let mut bad = todo();
         bad["interface"]["methods"][0]["inputSchema"] = json!({"type": "string"});
-        assert!(PageTools::from_page(&page(json!([bad])))
-            .unwrap_err()
-            .contains("inputSchema"));
-        assert!(PageTools::from_page(&page(json!([todo(), todo()])))
-            .unwrap_err()
-            .contains("twice"));
+        assert!(refused(bad).contains("inputSchema"));
         assert!(PageTools::from_page("{\"revision\": 1}").is_err());
+    }
+
+    /// The numbers and reserved names extension/page-tools.js enforces at registration are
+    /// the ones the worker checks.
+    #[test]
+    fn page_tools_js_agrees() {
+        let js = include_str!("../../../extension/page-tools.js");
+        let line = js
+            .lines()
+            .find(|l| l.trim_start().starts_with("const LIMITS = freeze({"))
+            .expect("page-tools.js has a LIMITS line");
+        let body = &line[line.find('{').unwrap() + 1..line.rfind('}').unwrap()];
+        let numbers: std::collections::HashMap<&str, usize> = body
+            .split(',')
+            .map(|kv| {
+                let (k, v) = kv.split_once(':').unwrap();
+                (k.trim(), v.trim().parse().unwrap())
+            })
+            .collect();
+        let expect = [
+            ("namespaces", limits::NAMESPACES),
+            ("methods", limits::METHODS),
+            ("description", limits::DESCRIPTION),
+            ("label", limits::LABEL),
+            ("schema", limits::SCHEMA),
+            ("schemaDepth", limits::SCHEMA_DEPTH),
+            ("registry", limits::REGISTRY),
+        ];
+        assert_eq!(numbers.len(), expect.len(), "{line}");
+        for (k, v) in expect {
+            assert_eq!(numbers.get(k), Some(&v), "LIMITS.{k} in page-tools.js");
+        }
+        let set = |name: &str| -> Vec<String> {
+            let start = js.find(&format!("const {name} = new Set([")).unwrap();
+            let rest = &js[start..];
+            let list = &rest[rest.find('[').unwrap() + 1..rest.find(']').unwrap()];
+            list.split(',')
+                .map(|s| s.trim().trim_matches('"').to_string())
+                .filter(|s| !s.is_empty())
+                .collect()
+        };
+        assert_eq!(set("RESERVED"), RESERVED);
+        assert_eq!(set("OBJECT_MEMBERS"), OBJECT_MEMBERS);
+    }
+
+    /// One namespace that breaks a rule is left out with the rule; the others are served.
+    #[test]
+    fn one_bad_namespace_does_not_take_the_others_down() {
+        let mut many = todo();
+        many["namespace"] = json!("many");
+        let method = many["interface"]["methods"][0].clone();
+        many["interface"]["methods"] = Value::Array(
+            (0..300)
+                .map(|i| {
+                    let mut m = method.clone();
+                    m["name"] = json!(format!("m{i}"));
+                    m
+                })
+                .collect(),
+        );
+        let mut proto = todo();
+        proto["namespace"] = json!("__proto__");
+        let mut big = todo();
+        big["namespace"] = json!("big");
+        big["interface"]["methods"][0]["inputSchema"]["description"] = json!("x".repeat(40_000));
+        let mut deep = todo();
+        deep["namespace"] = json!("deep");
+        let mut schema = json!({"type": "object"});
+        for _ in 0..30 {
+            schema = json!({"type": "object", "properties": {"a": schema}});
+        }
+        deep["interface"]["methods"][0]["inputSchema"] = schema;
+        let mut ctor = todo();
+        ctor["namespace"] = json!("shop");
+        ctor["interface"]["methods"][0]["name"] = json!("constructor");
+        let malformed = json!({"namespace": "broken", "source": "btcp", "interface": 5});
+        let tools = PageTools::from_page(&page(json!([
+            many,
+            proto,
+            todo(),
+            big,
+            deep,
+            ctor,
+            malformed,
+            todo()
+        ])))
+        .unwrap();
+        assert_eq!(tools.names(), vec!["todo"]);
+        let refused: Vec<(&str, &str)> = tools
+            .refused
+            .iter()
+            .map(|r| (r.namespace.as_str(), r.error.as_str()))
+            .collect();
+        assert_eq!(
+            refused,
+            vec![
+                ("many", "many must have 1 to 256 methods."),
+                (
+                    "__proto__",
+                    "The namespace __proto__ is reserved: names starting with __ are reserved."
+                ),
+                ("big", "big.add: its schemas and annotations are 40228 characters of JSON; the limit is 32768."),
+                ("deep", "deep.add: a schema nests deeper than 24 levels."),
+                (
+                    "shop",
+                    "shop: the method name constructor is reserved: it is a property of every JavaScript object."
+                ),
+                ("broken", "broken: the namespace is malformed: invalid type: integer `5`, expected struct ToolInterface"),
+                ("todo", "The page registered todo twice."),
+            ]
+        );
+        let tools = tools.with_browser();
+        assert_eq!(tools.names(), vec!["browser", "todo"]);
+        assert!(tools.get("big").unwrap_err().starts_with(
+            "This tab's page offered the namespace \"big\" but it was refused: big.add: its schemas"
+        ));
+        // Still listed for the backend, which sees why.
+        let shown: Value = serde_json::to_value(&tools).unwrap();
+        assert_eq!(shown["refused"][0]["namespace"], "many");
+        // A lone surrogate (which JSON.stringify writes as an escape) spoils only its namespace.
+        let text = page(json!([todo()])).replace("Add an item.", "\\ud800");
+        let lone = PageTools::from_page(&text).unwrap();
+        assert_eq!(
+            lone.get("todo").unwrap().interface.methods[0].description,
+            "\u{fffd}"
+        );
+        assert_eq!(
+            without_lone_surrogates(r#""\ud83d\ude00 \\ud800 \udc00\ud800x \u00e9 \u12""#),
+            r#""\ud83d\ude00 \\ud800 \ufffd\ufffdx \u00e9 \u12""#
+        );
+        // A registry past the whole bound is refused whole, with the bound.
+        let huge = format!(
+            "{{\"revision\":1,\"namespaces\":[],\"x\":\"{}\"}}",
+            "x".repeat(limits::REGISTRY)
+        );
+        assert_eq!(
+            PageTools::from_page(&huge).unwrap_err(),
+            "The page's tool registry is larger than 524288 characters."
+        );
+    }
+
+    #[test]
+    fn reserved_names() {
+        for name in [
+            "__proto__",
+            "__x",
+            "constructor",
+            "prototype",
+            "toString",
+            "browser",
+            "webmcp",
+            "JSON",
+        ] {
+            assert!(reserved_namespace(name).is_some(), "{name}");
+        }
+        for name in ["todo", "_private", "$", "gmail"] {
+            assert!(reserved_namespace(name).is_none(), "{name}");
+        }
+        assert!(reserved_method("__defineGetter__").is_some());
+        assert!(reserved_method("valueOf").is_some());
+        assert!(reserved_method("browser").is_none());
     }
 
     #[test]

@@ -7,7 +7,8 @@ use protocol::btcp::PageTools;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-/// The registry's JSON and a method's result are refused past this size.
+/// A method's result is refused past this size (the registry's bound is
+/// `protocol::btcp::limits::REGISTRY`).
 const MAX_PAGE_TEXT: usize = 1 << 20;
 const DESCRIBE: &str = "(() => { const b = globalThis.btcp; return b && typeof b.__describe === 'function' ? b.__describe() : null; })()";
 
@@ -24,16 +25,11 @@ pub async fn tools(tab: i32) -> Result<PageTools, String> {
         return Err("Reading the page's tools failed: the page's btcp object threw.".into());
     }
     let page = match out.pointer("/result/value") {
-        Some(Value::String(text)) if text.len() > MAX_PAGE_TEXT => {
-            return Err(format!(
-                "The page's tool registry is larger than {} KB.",
-                MAX_PAGE_TEXT >> 10
-            ))
-        }
         Some(Value::String(text)) => PageTools::from_page(text)?,
         _ => PageTools {
             revision: 0,
             namespaces: Vec::new(),
+            refused: Vec::new(),
         },
     };
     Ok(page.with_browser())
