@@ -7,8 +7,8 @@
 //! keeps serving.
 
 use browser_operator_e2e::{
-    connected, js_string, tabs_context, Backend, Browser, BrowserOptions, Error,
-    FixtureServer, Result, Session,
+    connected, js_string, tabs_context, Backend, Browser, BrowserOptions, Error, FixtureServer,
+    Result, Session,
 };
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
@@ -71,7 +71,10 @@ async fn person_opens(worker: &Session, tab: i64, url: &str) -> Result<()> {
 /// Every tool that takes a tab, with arguments that would otherwise be valid.
 fn tab_tools(tab: i64) -> Vec<(&'static str, Value)> {
     vec![
-        ("javascript_tool", json!({"tabId": tab, "text": "document.title"})),
+        (
+            "javascript_tool",
+            json!({"tabId": tab, "text": "document.title"}),
+        ),
         ("get_page_text", json!({"tabId": tab})),
         ("read_page", json!({"tabId": tab})),
         ("find", json!({"tabId": tab, "query": "save"})),
@@ -120,7 +123,10 @@ async fn no_group_tab_outside_the_web_is_attached_read_or_acted_on() -> Result<(
     let view_source = format!("view-source:{hello}");
     let foreign_blob = format!("blob:{other_site}/5e1a");
     for (url, rule) in [
-        (options.as_str(), "Refused: extension pages (chrome-extension:)"),
+        (
+            options.as_str(),
+            "Refused: extension pages (chrome-extension:)",
+        ),
         (popup.as_str(), "Refused: extension pages"),
         (
             "chrome-extension://abcdefghijklmnopabcdefghijklmnop/x.html",
@@ -131,18 +137,33 @@ async fn no_group_tab_outside_the_web_is_attached_read_or_acted_on() -> Result<(
             "Refused: file: URLs (local files) are outside what an agent may open",
         ),
         ("FILE:///etc/hostname", "Refused: file: URLs"),
-        ("javascript:document.title='owned'", "Refused: javascript: URLs"),
-        ("data:text/html,<h1>made of its URL</h1>", "Refused: data: URLs"),
+        (
+            "javascript:document.title='owned'",
+            "Refused: javascript: URLs",
+        ),
+        (
+            "data:text/html,<h1>made of its URL</h1>",
+            "Refused: data: URLs",
+        ),
         (view_source.as_str(), "Refused: view-source: pages"),
-        ("chrome://version", "Refused: chrome: pages are the browser's own"),
-        ("chrome-untrusted://terminal/", "Refused: chrome-untrusted: pages"),
+        (
+            "chrome://version",
+            "Refused: chrome: pages are the browser's own",
+        ),
+        (
+            "chrome-untrusted://terminal/",
+            "Refused: chrome-untrusted: pages",
+        ),
         (
             "devtools://devtools/bundled/inspector.html",
             "Refused: devtools: pages",
         ),
         ("about:settings", "Refused: about: pages"),
         (foreign_blob.as_str(), "Refused: blob: URLs"),
-        ("https://chromewebstore.google.com/", "Refused: the Chrome Web Store"),
+        (
+            "https://chromewebstore.google.com/",
+            "Refused: the Chrome Web Store",
+        ),
         ("ftp://127.0.0.1/", "Refused: ftp: URLs are not web pages"),
     ] {
         let e = backend
@@ -221,18 +242,26 @@ async fn no_group_tab_outside_the_web_is_attached_read_or_acted_on() -> Result<(
         protocol::Outcome::Result { result } => result.joined_text(),
         protocol::Outcome::Error { error } => error.clone(),
     };
-    assert!(said.contains("stepped") || said.contains("Refused"), "{said}");
+    assert!(
+        said.contains("stepped") || said.contains("Refused"),
+        "{said}"
+    );
     until("the tab back on the Options page", WAIT, || async {
         Ok(chrome_tab(&worker, tab).await?["url"] == options.as_str())
     })
     .await?;
     let e = backend
-        .error("javascript_tool", json!({"tabId": tab, "text": "chrome.tabs"}))
+        .error(
+            "javascript_tool",
+            json!({"tabId": tab, "text": "chrome.tabs"}),
+        )
         .await?;
     assert!(e.contains("Refused: extension pages"), "{e}");
-    until("the debugger detached from the Options page", WAIT, || async {
-        Ok(!attached(&worker, tab).await?)
-    })
+    until(
+        "the debugger detached from the Options page",
+        WAIT,
+        || async { Ok(!attached(&worker, tab).await?) },
+    )
     .await?;
 
     // A local file and a browser page a person opened: refused, nothing of them read.
@@ -243,9 +272,15 @@ async fn no_group_tab_outside_the_web_is_attached_read_or_acted_on() -> Result<(
         person_opens(&worker, tab, url).await?;
         for tool in ["get_page_text", "javascript_tool", "read_page"] {
             let e = backend
-                .error(tool, json!({"tabId": tab, "text": "document.body.innerText"}))
+                .error(
+                    tool,
+                    json!({"tabId": tab, "text": "document.body.innerText"}),
+                )
                 .await?;
-            assert!(e.contains(rule) && !e.contains("root:"), "{url} {tool}: {e}");
+            assert!(
+                e.contains(rule) && !e.contains("root:"),
+                "{url} {tool}: {e}"
+            );
         }
         assert!(!attached(&worker, tab).await?, "attached to {url}");
     }
@@ -290,7 +325,10 @@ async fn no_group_tab_outside_the_web_is_attached_read_or_acted_on() -> Result<(
     assert_eq!(backend.js(tab, "Promise.resolve(5)").await?, "5");
     assert_eq!(
         backend
-            .js(tab, "new Promise(r => setTimeout(() => r({a: [1, 'b']}), 50))")
+            .js(
+                tab,
+                "new Promise(r => setTimeout(() => r({a: [1, 'b']}), 50))"
+            )
             .await?
             .split_whitespace()
             .collect::<String>(),
@@ -302,7 +340,10 @@ async fn no_group_tab_outside_the_web_is_attached_read_or_acted_on() -> Result<(
             .await?,
         "200"
     );
-    assert_eq!(backend.js(tab, "await Promise.resolve('top')").await?, "top");
+    assert_eq!(
+        backend.js(tab, "await Promise.resolve('top')").await?,
+        "top"
+    );
     let e = backend
         .error(
             "javascript_tool",
@@ -321,7 +362,13 @@ async fn no_group_tab_outside_the_web_is_attached_read_or_acted_on() -> Result<(
     // Integer arguments (issue 13 item 5): written as integers, or an error naming the argument
     // and the rule; a wrong tabId says which ids are valid.
     let valid = format!("Valid tab ids: {tab}. Call tabs_context_mcp to list them.");
-    for bad in [json!(tab as f64), json!("3"), json!(1e20), json!(-1), json!(true)] {
+    for bad in [
+        json!(tab as f64),
+        json!("3"),
+        json!(1e20),
+        json!(-1),
+        json!(true),
+    ] {
         let e = backend
             .error("javascript_tool", json!({"tabId": bad, "text": "1"}))
             .await?;
@@ -748,8 +795,16 @@ async fn a_hostile_websocket_backend_gets_one_answer_per_id_and_the_extension_ke
     }
     // Every other argument of the wrong type, and arguments of huge size.
     for (i, (tool, args, want)) in [
-        ("javascript_tool", json!({"tabId": tab, "text": 5}), "`text`: expected string"),
-        ("computer", json!({"tabId": tab, "action": ["screenshot"]}), "`action`"),
+        (
+            "javascript_tool",
+            json!({"tabId": tab, "text": 5}),
+            "`text`: expected string",
+        ),
+        (
+            "computer",
+            json!({"tabId": tab, "action": ["screenshot"]}),
+            "`action`",
+        ),
         (
             "computer",
             json!({"tabId": tab, "action": "left_click", "coordinate": "1,2"}),
@@ -760,15 +815,31 @@ async fn a_hostile_websocket_backend_gets_one_answer_per_id_and_the_extension_ke
             json!({"tabId": tab, "action": "left_click", "coordinate": [1, "2"]}),
             "`coordinate[1]`",
         ),
-        ("navigate", json!({"tabId": tab, "url": {"href": "x"}}), "`url`"),
-        ("read_page", json!({"tabId": tab, "depth": "deep"}), "`depth`"),
-        ("read_page", json!({"tabId": tab, "max_chars": 1e300}), "`max_chars`"),
+        (
+            "navigate",
+            json!({"tabId": tab, "url": {"href": "x"}}),
+            "`url`",
+        ),
+        (
+            "read_page",
+            json!({"tabId": tab, "depth": "deep"}),
+            "`depth`",
+        ),
+        (
+            "read_page",
+            json!({"tabId": tab, "max_chars": 1e300}),
+            "`max_chars`",
+        ),
         (
             "form_input",
             json!({"tabId": tab, "ref": "ref_1", "value": {"v": 1}}),
             "`value`",
         ),
-        ("update_plan", json!({"domains": "a", "approach": []}), "`domains`"),
+        (
+            "update_plan",
+            json!({"domains": "a", "approach": []}),
+            "`domains`",
+        ),
         (
             "tabs_context_mcp",
             json!({"createIfEmpty": "yes"}),
@@ -789,7 +860,11 @@ async fn a_hostile_websocket_backend_gets_one_answer_per_id_and_the_extension_ke
     .enumerate()
     {
         let a = ask(&format!("arg{i}"), tool, args).await?;
-        assert!(a.contains(want), "{tool} {want}: {}", &a[..a.len().min(300)]);
+        assert!(
+            a.contains(want),
+            "{tool} {want}: {}",
+            &a[..a.len().min(300)]
+        );
     }
     // An oversized result is cut to the tool's bound, not sent whole.
     let big = ask(
@@ -807,10 +882,19 @@ async fn a_hostile_websocket_backend_gets_one_answer_per_id_and_the_extension_ke
     // A reused id: answered from the kept result, never run twice.
     let count = "window.__runs = (window.__runs || 0) + 1";
     assert_eq!(
-        ask("r1", "javascript_tool", json!({"tabId": tab, "text": count})).await?,
+        ask(
+            "r1",
+            "javascript_tool",
+            json!({"tabId": tab, "text": count})
+        )
+        .await?,
         "1"
     );
-    raw.command("r1", "javascript_tool", json!({"tabId": tab, "text": count}));
+    raw.command(
+        "r1",
+        "javascript_tool",
+        json!({"tabId": tab, "text": count}),
+    );
     until("the redelivered r1 answered", WAIT, || async {
         Ok(answers.of("r1").len() == 2)
     })
@@ -836,7 +920,12 @@ async fn a_hostile_websocket_backend_gets_one_answer_per_id_and_the_extension_ke
     raw.command("r3", "javascript_tool", json!({"tabId": tab, "text": slow}));
     assert_eq!(said(&answers.wait("r3", WAIT).await?), "slow");
     assert_eq!(
-        ask("runs", "javascript_tool", json!({"tabId": tab, "text": "window.__runs"})).await?,
+        ask(
+            "runs",
+            "javascript_tool",
+            json!({"tabId": tab, "text": "window.__runs"})
+        )
+        .await?,
         "3",
         "a redelivered command ran again"
     );
@@ -851,11 +940,19 @@ async fn a_hostile_websocket_backend_gets_one_answer_per_id_and_the_extension_ke
         Ok((0..1000).all(|i| !answers.of(&format!("c{i}")).is_empty()))
     })
     .await?;
-    println!("1,000 concurrent commands answered in {:?}", start.elapsed());
+    println!(
+        "1,000 concurrent commands answered in {:?}",
+        start.elapsed()
+    );
 
     // Still serving; then no id has more answers than it should have.
     assert_eq!(
-        ask("after", "javascript_tool", json!({"tabId": tab, "text": "document.title"})).await?,
+        ask(
+            "after",
+            "javascript_tool",
+            json!({"tabId": tab, "text": "document.title"})
+        )
+        .await?,
         "Fixture: hello"
     );
     let all = answers.all();
@@ -869,7 +966,10 @@ async fn a_hostile_websocket_backend_gets_one_answer_per_id_and_the_extension_ke
         let expected = if id == "r1" || id == "r2" { 2 } else { 1 };
         assert_eq!(*n, expected, "answers for {id}");
     }
-    assert!(!per_id.contains_key("u1"), "an unknown frame type was answered");
+    assert!(
+        !per_id.contains_key("u1"),
+        "an unknown frame type was answered"
+    );
     assert!(!per_id.contains_key("?"), "an answer without a commandId");
     // ctx, nav, 8 malformed frames, 10 tab ids, 12 arguments, the big result, r1-r3, runs,
     // 1,000 plans and the last command.
@@ -972,10 +1072,16 @@ async fn hostile_pages_get_errors_not_hangs_and_the_group_holds() -> Result<()> 
     let start = Instant::now();
     let opened = loop {
         let tabs = group_tabs(&backend.text("tabs_context_mcp", json!({})).await?);
-        if let Some((id, _)) = tabs.iter().find(|(_, url)| url.ends_with("hello.html?blank")) {
+        if let Some((id, _)) = tabs
+            .iter()
+            .find(|(_, url)| url.ends_with("hello.html?blank"))
+        {
             break *id;
         }
-        assert!(start.elapsed() < WAIT, "the target=_blank tab is not in the group: {tabs:?}");
+        assert!(
+            start.elapsed() < WAIT,
+            "the target=_blank tab is not in the group: {tabs:?}"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
     assert_eq!(backend.js(opened, "location.search").await?, "?blank");
@@ -1082,11 +1188,15 @@ async fn hostile_pages_get_errors_not_hangs_and_the_group_holds() -> Result<()> 
         .and_then(|s| s.rsplit([' ', '(']).next())
         .unwrap_or("");
     assert!(
-        e.contains(" timed out after ") && step.contains('.') && step.chars().next().is_some_and(char::is_uppercase),
+        e.contains(" timed out after ")
+            && step.contains('.')
+            && step.chars().next().is_some_and(char::is_uppercase),
         "no CDP step named: {e}"
     );
     println!("a hung renderer: {e}");
-    backend.text("tabs_close_mcp", json!({"tabId": hung})).await?;
+    backend
+        .text("tabs_close_mcp", json!({"tabId": hung}))
+        .await?;
     assert_eq!(backend.js(tab, "document.title").await?, "Fixture: hello");
 
     // The worker restarts and has lost the group's stored id: the group is found by its title.
@@ -1096,7 +1206,9 @@ async fn hostile_pages_get_errors_not_hangs_and_the_group_holds() -> Result<()> 
     worker.detach().await?;
     browser.stop_worker().await?;
     // The Options page wakes it; it connects again.
-    browser.wait_status("connected", Duration::from_secs(40)).await?;
+    browser
+        .wait_status("connected", Duration::from_secs(40))
+        .await?;
     backend.wait_browsers(1, Duration::from_secs(40)).await?;
     let ctx = tabs_context(&backend.text("tabs_context_mcp", json!({})).await?);
     assert_eq!(ctx["tabGroupId"].as_i64(), Some(group), "{ctx}");

@@ -45,7 +45,7 @@ impl ServerFrame {
     /// run is `Err` with the id when one could be read, so it is answered with an error rather
     /// than dropped. Other broken frames are `Err` without an id (logged, nothing to answer).
     pub fn parse(text: &str) -> Result<ServerFrame, Malformed> {
-        let typ = top_level_field(text, "type").map(|raw| serde_json::from_str::<Value>(raw));
+        let typ = top_level_field(text, "type").map(serde_json::from_str::<Value>);
         let is_command = match &typ {
             Some(Ok(Value::String(t))) => t == "command",
             None => top_level_field(text, "id").is_some(),
@@ -162,7 +162,11 @@ mod tests {
         let e = ServerFrame::parse(r#"{"type":"command","id":"x1","tool":"navigate","args":"go"}"#)
             .expect_err("args not an object");
         assert_eq!(e.id.as_deref(), Some("x1"));
-        assert!(e.error.contains("`args` must be an object, got a string"), "{}", e.error);
+        assert!(
+            e.error.contains("`args` must be an object, got a string"),
+            "{}",
+            e.error
+        );
         let e = ServerFrame::parse(r#"{"type":"command","id":"x2"}"#).expect_err("no tool");
         assert_eq!(e.id.as_deref(), Some("x2"));
         // No type but an id: taken as a command.
@@ -181,7 +185,10 @@ mod tests {
             ServerFrame::parse(r#"{"type":"command","id":"ok","tool":"t","args":{"a":1}}"#),
             Ok(ServerFrame::Command { ref id, .. }) if id == "ok"
         ));
-        assert_eq!(ServerFrame::parse(r#"{"type":"auth_ok"}"#), Ok(ServerFrame::AuthOk));
+        assert_eq!(
+            ServerFrame::parse(r#"{"type":"auth_ok"}"#),
+            Ok(ServerFrame::AuthOk)
+        );
     }
 
     #[test]

@@ -66,7 +66,10 @@ impl Command {
     /// [`Command::parse`] for JSON already read.
     pub fn from_value(v: Value) -> Result<Command, Malformed> {
         let Value::Object(mut o) = v else {
-            return Err(Malformed::new(None, format!("expected an object, got {}", kind(&v))));
+            return Err(Malformed::new(
+                None,
+                format!("expected an object, got {}", kind(&v)),
+            ));
         };
         let id = match o.remove("id") {
             Some(Value::String(s)) if s.chars().count() > MAX_ID_CHARS => {
@@ -92,13 +95,14 @@ impl Command {
         };
         let tool = match o.remove("tool") {
             Some(Value::String(t)) => t,
-            None | Some(Value::Null) => {
-                return Err(Malformed::new(Some(id), "`tool` is missing"))
-            }
+            None | Some(Value::Null) => return Err(Malformed::new(Some(id), "`tool` is missing")),
             Some(other) => {
                 return Err(Malformed::new(
                     Some(id),
-                    format!("`tool` must be a string naming a tool, got {}", kind(&other)),
+                    format!(
+                        "`tool` must be a string naming a tool, got {}",
+                        kind(&other)
+                    ),
                 ))
             }
         };
@@ -132,7 +136,10 @@ pub fn parse_batch(text: &str) -> Result<Vec<Result<Command, Malformed>>, String
                 .filter(|raw| raw.starts_with('['))
                 .and_then(top_level_members)
                 .ok_or_else(|| format!("not a command batch ({e})"))?;
-            Ok(list.into_iter().map(|(_, raw)| Command::parse(raw)).collect())
+            Ok(list
+                .into_iter()
+                .map(|(_, raw)| Command::parse(raw))
+                .collect())
         }
     }
 }
@@ -417,12 +424,18 @@ mod tests {
         let err = |text: &str| Command::parse(text).expect_err(text);
         let e = err(r#"{"id":"a","tool":"navigate","args":[1]}"#);
         assert_eq!(e.id.as_deref(), Some("a"));
-        assert!(e.error.contains("`args` must be an object, got an array"), "{}", e.error);
+        assert!(
+            e.error.contains("`args` must be an object, got an array"),
+            "{}",
+            e.error
+        );
         let e = err(r#"{"id":"b","args":{}}"#);
         assert_eq!(e.id.as_deref(), Some("b"));
         assert!(e.error.contains("`tool` is missing"), "{}", e.error);
         let e = err(r#"{"id":"c","tool":7}"#);
-        assert!(e.error.contains("`tool` must be a string naming a tool, got a number"));
+        assert!(e
+            .error
+            .contains("`tool` must be a string naming a tool, got a number"));
         let e = err(r#"{"id":5,"tool":"x"}"#);
         assert_eq!(e.id.as_deref(), Some("5"));
         assert_eq!(err(r#"{"tool":"x"}"#).id, None);
@@ -435,13 +448,20 @@ mod tests {
         );
         let e = err(&deep);
         assert_eq!(e.id.as_deref(), Some("deep"));
-        assert!(e.error.contains("nested deeper than the 128 levels"), "{}", e.error);
+        assert!(
+            e.error.contains("nested deeper than the 128 levels"),
+            "{}",
+            e.error
+        );
         // Broken JSON after the id.
         let e = err(r#"{"id":"br\"oken","tool":"x","args":{"#);
         assert_eq!(e.id.as_deref(), Some("br\"oken"));
         assert!(e.error.contains("not valid JSON"), "{}", e.error);
         // Too large: refused before it is parsed.
-        let big = format!(r#"{{"id":"big","tool":"x","args":{{"t":"{}"}}}}"#, "x".repeat(MAX_COMMAND_BYTES));
+        let big = format!(
+            r#"{{"id":"big","tool":"x","args":{{"t":"{}"}}}}"#,
+            "x".repeat(MAX_COMMAND_BYTES)
+        );
         let e = err(&big);
         assert_eq!(e.id.as_deref(), Some("big"));
         assert!(e.error.contains("4 MiB"), "{}", e.error);
@@ -454,7 +474,11 @@ mod tests {
 
     #[test]
     fn a_broken_command_in_a_batch_is_answered_and_the_others_run() {
-        let deep = format!(r#"{{"commands":[{{"id":"1","tool":"a"}},{{"id":"2","tool":"b","args":{}{}}},{{"id":"3","tool":"c","args":7}}]}}"#, "[".repeat(200), "]".repeat(200));
+        let deep = format!(
+            r#"{{"commands":[{{"id":"1","tool":"a"}},{{"id":"2","tool":"b","args":{}{}}},{{"id":"3","tool":"c","args":7}}]}}"#,
+            "[".repeat(200),
+            "]".repeat(200)
+        );
         let got = parse_batch(&deep).expect("a batch");
         assert_eq!(got.len(), 3);
         assert_eq!(got[0].as_ref().map(|c| c.tool.as_str()), Ok("a"));
@@ -467,7 +491,11 @@ mod tests {
 
     #[test]
     fn top_level_members_are_found_without_recursion() {
-        let deep = format!(r#"{{"commands":[{{"id":"1"}}, {{"id":"2","a":{}{}}}, 3, "s,]"]}}"#, "[".repeat(1000), "]".repeat(1000));
+        let deep = format!(
+            r#"{{"commands":[{{"id":"1"}}, {{"id":"2","a":{}{}}}, 3, "s,]"]}}"#,
+            "[".repeat(1000),
+            "]".repeat(1000)
+        );
         let m = top_level_members(&deep).expect("an object");
         assert_eq!(m.len(), 1);
         assert_eq!(m[0].0.as_deref(), Some("commands"));

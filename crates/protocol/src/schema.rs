@@ -194,7 +194,13 @@ mod tests {
             &args(json!({"tabId": 3, "action": "screenshot", "extra": 1})),
         )
         .unwrap();
-        check_args(&schema(), &args(json!({"tabId": 3, "action": "left_click", "coordinate": [1, 2.5], "value": true}))).unwrap();
+        check_args(
+            &schema(),
+            &args(
+                json!({"tabId": 3, "action": "left_click", "coordinate": [1, 2.5], "value": true}),
+            ),
+        )
+        .unwrap();
     }
 
     #[test]
@@ -212,7 +218,11 @@ mod tests {
             )
             .unwrap_err();
             assert_eq!(e.argument, "tabId");
-            assert!(e.message.starts_with("Invalid argument `tabId`: expected integer"), "{e:?}");
+            assert!(
+                e.message
+                    .starts_with("Invalid argument `tabId`: expected integer"),
+                "{e:?}"
+            );
             assert!(e.message.ends_with(&format!("got {shown}.")), "{e:?}");
         }
         let e = check_args(
@@ -220,9 +230,20 @@ mod tests {
             &args(json!({"tabId": 1, "action": "screenshot", "repeat": 2.0})),
         )
         .unwrap_err();
-        assert!(e.contains("`repeat`: expected integer (a whole number"), "{e}");
-        check_args(&schema(), &args(json!({"tabId": -1, "action": "screenshot", "repeat": 7}))).unwrap();
-        check_args(&schema(), &args(json!({"tabId": u64::MAX, "action": "screenshot"}))).unwrap();
+        assert!(
+            e.contains("`repeat`: expected integer (a whole number"),
+            "{e}"
+        );
+        check_args(
+            &schema(),
+            &args(json!({"tabId": -1, "action": "screenshot", "repeat": 7})),
+        )
+        .unwrap();
+        check_args(
+            &schema(),
+            &args(json!({"tabId": u64::MAX, "action": "screenshot"})),
+        )
+        .unwrap();
     }
 
     /// Every integer argument of every tool in the catalog refuses `5.0`, naming itself.
@@ -230,7 +251,11 @@ mod tests {
     fn every_integer_argument_of_the_catalog_refuses_a_float() {
         let mut checked = 0;
         for spec in crate::catalog() {
-            let Some(props) = spec.input_schema.get("properties").and_then(Value::as_object) else {
+            let Some(props) = spec
+                .input_schema
+                .get("properties")
+                .and_then(Value::as_object)
+            else {
                 continue;
             };
             for (name, sub) in props {
@@ -260,7 +285,11 @@ mod tests {
 
     /// A valid value for a property schema (for the catalog-wide check above).
     fn sample(s: &Value) -> Value {
-        if let Some(first) = s.get("enum").and_then(Value::as_array).and_then(|e| e.first()) {
+        if let Some(first) = s
+            .get("enum")
+            .and_then(Value::as_array)
+            .and_then(|e| e.first())
+        {
             return first.clone();
         }
         let min = s.get("minimum").and_then(Value::as_i64).unwrap_or(1);

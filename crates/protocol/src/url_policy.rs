@@ -181,7 +181,11 @@ fn web_origin(url: &str) -> Option<String> {
     let after = url.split_once(':').map_or("", |(_, r)| r);
     let after = after.trim_start_matches(['/', '\\']);
     let authority = after.split(['/', '\\', '?', '#']).next().unwrap_or("");
-    let authority = authority.rsplit('@').next().unwrap_or("").to_ascii_lowercase();
+    let authority = authority
+        .rsplit('@')
+        .next()
+        .unwrap_or("")
+        .to_ascii_lowercase();
     let default = if scheme == "http" { ":80" } else { ":443" };
     let authority = authority.strip_suffix(default).unwrap_or(&authority);
     Some(format!("{scheme}://{authority}"))
@@ -195,7 +199,10 @@ fn is_web_store(url: &str) -> bool {
     if host == "chrome.google.com" {
         let after = url.split_once("://").map_or("", |(_, r)| r);
         let path = after.find(['/', '\\']).map_or("", |i| &after[i..]);
-        return path.to_ascii_lowercase().replace('\\', "/").starts_with("/webstore");
+        return path
+            .to_ascii_lowercase()
+            .replace('\\', "/")
+            .starts_with("/webstore");
     }
     false
 }
@@ -336,15 +343,27 @@ mod tests {
             ),
             ("about:settings", Refusal::BrowserPage("about:".into())),
             ("edge://flags", Refusal::BrowserPage("edge:".into())),
-            ("devtools://devtools/bundled/inspector.html", Refusal::DevTools),
-            (&format!("{id}/extension/options.html"), Refusal::ExtensionPage),
+            (
+                "devtools://devtools/bundled/inspector.html",
+                Refusal::DevTools,
+            ),
+            (
+                &format!("{id}/extension/options.html"),
+                Refusal::ExtensionPage,
+            ),
             ("Chrome-Extension://x/popup.html", Refusal::ExtensionPage),
             (&format!("blob:{id}/5e1a"), Refusal::ExtensionPage),
             ("blob:https://other.test/5e1a", Refusal::ForeignBlob),
-            ("https://chromewebstore.google.com/detail/x", Refusal::WebStore),
+            (
+                "https://chromewebstore.google.com/detail/x",
+                Refusal::WebStore,
+            ),
             ("https://CHROMEWEBSTORE.google.com./", Refusal::WebStore),
             ("https://chrome.google.com/webstore/x", Refusal::WebStore),
-            ("https://u@chromewebstore.google.com:443/", Refusal::WebStore),
+            (
+                "https://u@chromewebstore.google.com:443/",
+                Refusal::WebStore,
+            ),
             ("mailto:a@b.test", Refusal::OtherScheme("mailto:".into())),
             ("ftp://example.com/", Refusal::OtherScheme("ftp:".into())),
             ("ws://example.com/", Refusal::OtherScheme("ws:".into())),
@@ -389,11 +408,7 @@ mod tests {
             Err(Refusal::ForeignBlob)
         );
         assert_eq!(check_navigation(blob, None), Err(Refusal::ForeignBlob));
-        assert!(check_navigation(
-            "blob:https://a.test/1",
-            Some("https://a.test:443/x")
-        )
-        .is_ok());
+        assert!(check_navigation("blob:https://a.test/1", Some("https://a.test:443/x")).is_ok());
     }
 
     #[test]
@@ -408,8 +423,14 @@ mod tests {
             "Refused: file: URLs (local files) are outside what an agent may open."
         );
         let page = Refusal::ExtensionPage.page_error(7, "chrome-extension://x/o.html");
-        assert!(page.starts_with("Tab 7 shows chrome-extension://x/o.html"), "{page}");
-        assert!(page.contains("Navigate the tab to an http(s) URL"), "{page}");
+        assert!(
+            page.starts_with("Tab 7 shows chrome-extension://x/o.html"),
+            "{page}"
+        );
+        assert!(
+            page.contains("Navigate the tab to an http(s) URL"),
+            "{page}"
+        );
         let long = format!("https://a.test/{}", "x".repeat(500));
         assert!(Refusal::WebStore.navigation_error(&long).len() < 400);
     }

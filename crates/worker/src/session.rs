@@ -481,7 +481,10 @@ pub fn receive(cmd: Command) {
 pub fn receive_parsed(parsed: Result<Command, Malformed>) {
     match parsed {
         Ok(cmd) => receive(cmd),
-        Err(Malformed { id: Some(id), error }) => {
+        Err(Malformed {
+            id: Some(id),
+            error,
+        }) => {
             let refused = CommandResult::error(id.clone(), error);
             match admit(&id, Some(refused)) {
                 Next::Answer(r) => {
@@ -504,7 +507,8 @@ enum Next {
 /// What to do with an id: run it (first seen), wait for its running result, or answer from what
 /// is kept. `refused`: the id's answer is already known (a malformed command), kept as done.
 fn admit(id: &str, refused: Option<CommandResult>) -> Next {
-    with(|s| match s.seen.get(id) {
+    with(|s| {
+        match s.seen.get(id) {
         None => match refused {
             Some(r) => {
                 s.remember(id, Seen::Done(Some(r.clone())));
@@ -523,6 +527,7 @@ fn admit(id: &str, refused: Option<CommandResult>) -> Next {
                 error: "This command id was already executed by this browser (its result was sent then); it is not run twice.".into(),
             },
         }),
+    }
     })
 }
 
