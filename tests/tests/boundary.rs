@@ -1154,7 +1154,7 @@ async fn hostile_pages_get_errors_not_hangs_and_the_group_holds() -> Result<()> 
         Ok(format!("{r:?}").contains("alert dialog is open"))
     })
     .await?;
-    for _ in 0..3 {
+    for _ in 0..15 {
         let out = backend
             .text("handle_dialog", json!({"tabId": looping, "accept": true}))
             .await?;

@@ -45,7 +45,7 @@ impl ServerFrame {
     /// run is `Err` with the id when one could be read, so it is answered with an error rather
     /// than dropped. Other broken frames are `Err` without an id (logged, nothing to answer).
     pub fn parse(text: &str) -> Result<ServerFrame, Malformed> {
-        let typ = top_level_field(text, "type").map(|raw| serde_json::from_str::<Value>(raw));
+        let typ = top_level_field(text, "type").map(serde_json::from_str::<Value>);
         let is_command = match &typ {
             Some(Ok(Value::String(t))) => t == "command",
             None => top_level_field(text, "id").is_some(),

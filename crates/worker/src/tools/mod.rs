@@ -32,7 +32,13 @@ pub async fn dispatch(tool: &str, args: Map<String, Value>) -> Result<ToolResult
     // Every tool that takes a tabId acts on that tab: the boundary is checked here, once.
     if let Some(tab_arg) = args.get("tabId") {
         // The schema let only integers through; one beyond i64 is no tab either.
-        let tab = group::check_tab(tab_arg.as_i64().unwrap_or(i64::MAX)).await?;
+        let Some(tab_arg) = tab_arg.as_i64() else {
+            return Err(format!(
+                "Tab {tab_arg} does not exist. {}",
+                group::valid_tabs_note().await
+            ));
+        };
+        let tab = group::check_tab(tab_arg).await?;
         let tab_id = tab.id.ok_or("chrome.tabs returned a tab without an id")?;
         // The page it shows: nothing outside the web is read or acted on, whatever the tool.
         // Closing the tab, or navigating it to a URL (without the debugger), still works.
