@@ -461,7 +461,8 @@ pub fn server_said(message: &str) {
 }
 
 /// While the loop runs, a trivial extension API call every 20 s keeps Chrome from stopping the
-/// worker; it sends nothing to the backend. The alarm restarts a worker stopped anyway.
+/// worker; it sends nothing to the backend. A worker stopped anyway is started again by the
+/// watchdog at once, or by the alarm (the backstop) within its 30 s period.
 async fn keep_alive(gen: u64) {
     while is_current(gen) {
         sleep_ms(KEEPALIVE_MS).await;
