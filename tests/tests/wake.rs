@@ -52,10 +52,22 @@ async fn restarted(browser: &Browser, old: &TargetInfo) -> Result<String> {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    // The event Chrome started it for may be delivered just after the worker is up.
     let worker = browser.worker().await?;
-    let why = worker.eval("self.browserOperator.startedFor()").await?;
+    let why = loop {
+        let why = worker
+            .eval("self.browserOperator?.startedFor?.() ?? null")
+            .await?;
+        if let Some(why) = why.as_str() {
+            break why.to_string();
+        }
+        if Instant::now() > deadline {
+            return Err(Error::new("the new worker never received an event"));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
     worker.detach().await?;
-    Ok(why.as_str().unwrap_or("").to_string())
+    Ok(why)
 }
 
 /// The tab is detached by the idle setting (1 s), so no debugger event can wake the worker.
