@@ -1,7 +1,8 @@
 //! A stopped worker is started again by the watchdog (an offscreen document holding a port to
 //! it), not by the 30 s keep-alive alarm: the alarms are cleared before each stop, so only the
-//! watchdog can be the cause, and the new worker says what started it. Idle and with a command
-//! in flight; and after the user's Disconnect the watchdog is gone, so nothing wakes the worker.
+//! watchdog can be the cause, and the new worker says what started it. Idle, and with a command
+//! in flight and another queued behind it (each answered with the error that says whether it
+//! ran); after the user's Disconnect the watchdog is gone, so nothing wakes the worker.
 
 use browser_operator_e2e::{connected_over, Backend, Browser, Error, Result, TargetInfo};
 use protocol::Outcome;
@@ -51,10 +52,22 @@ async fn restarted(browser: &Browser, old: &TargetInfo) -> Result<String> {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    // The event Chrome started it for may be delivered just after the worker is up.
     let worker = browser.worker().await?;
-    let why = worker.eval("self.browserOperator.startedFor()").await?;
+    let why = loop {
+        let why = worker
+            .eval("self.browserOperator?.startedFor?.() ?? null")
+            .await?;
+        if let Some(why) = why.as_str() {
+            break why.to_string();
+        }
+        if Instant::now() > deadline {
+            return Err(Error::new("the new worker never received an event"));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
     worker.detach().await?;
-    Ok(why.as_str().unwrap_or("").to_string())
+    Ok(why)
 }
 
 /// The tab is detached by the idle setting (1 s), so no debugger event can wake the worker.
@@ -136,25 +149,35 @@ async fn the_watchdog_starts_a_stopped_worker_again_without_the_alarm() -> Resul
         assert_eq!(again, group, "the restarted worker recognises its group");
     }
 
-    // A command in flight: answered with the interruption error, never run twice, and the
-    // command sent right after the stop is answered by the new worker.
-    let caller = backend.caller();
-    let slow = tokio::spawn(async move {
-        caller
-            .command(
-                "javascript_tool",
-                json!({"tabId": tab, "text": "await new Promise(r => setTimeout(r, 2000)); window.__slow = (window.__slow || 0) + 1; 'slow done'"}),
-            )
-            .await
-    });
-    // Running once the page shows it (the worker attached the tab for it).
+    // A command in flight and one queued behind it (same tab): the first is answered with the
+    // interruption error, the second with an error saying it did not run; neither runs again,
+    // and a command sent once the new worker is connected is answered.
+    let sent_at = Instant::now();
+    let spawn = |text: &'static str| {
+        let caller = backend.caller();
+        tokio::spawn(async move {
+            caller
+                .command("javascript_tool", json!({"tabId": tab, "text": text}))
+                .await
+        })
+    };
+    let slow = spawn("await new Promise(r => setTimeout(r, 4000)); window.__slow = (window.__slow || 0) + 1; 'slow done'");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let queued = spawn("window.__queued = (window.__queued || 0) + 1; 'queued done'");
+    // Both received once the worker's stored delivery state lists the second as waiting.
     let worker = browser.worker().await?;
-    let attached = format!(
-        "chrome.debugger.getTargets().then((ts) => ts.some((t) => t.tabId === {tab} && t.attached))"
-    );
     let deadline = Instant::now() + WAIT;
-    while worker.eval(&attached).await? != json!(true) {
-        assert!(Instant::now() < deadline, "the slow command never attached");
+    while worker
+        .eval(
+            "chrome.storage.session.get('delivery').then((d) => (d.delivery?.queued ?? []).length)",
+        )
+        .await?
+        != json!(1)
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the second command never waited for its turn"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     worker.detach().await?;
@@ -163,29 +186,30 @@ async fn the_watchdog_starts_a_stopped_worker_again_without_the_alarm() -> Resul
     browser.stop_worker().await?;
     reconnected(&backend, before).await?;
     assert_eq!(title(&backend, tab).await?, "Fixture: hello");
-    let answer = slow.await.map_err(|e| Error::new(e.to_string()))??;
-    match answer.outcome {
-        Outcome::Error { error } => {
-            assert!(error.contains("service worker was stopped"), "{error}")
-        }
+    let error_of = |answer: protocol::CommandResult| match answer.outcome {
+        Outcome::Error { error } => error,
         Outcome::Result { result } => panic!("expected an error, got {}", result.joined_text()),
-    }
+    };
+    let slow = error_of(slow.await.map_err(|e| Error::new(e.to_string()))??);
+    assert!(
+        slow.contains("service worker was stopped while this command ran"),
+        "{slow}"
+    );
+    let queued = error_of(queued.await.map_err(|e| Error::new(e.to_string()))??);
+    assert!(
+        queued.contains("before this command's turn came") && queued.contains("it did not run"),
+        "{queued}"
+    );
     assert_eq!(restarted(&browser, &old).await?, "watchdog");
-    // The page's own count: the interrupted command ran once (its script went on in the page)
-    // and was not run again.
-    let deadline = Instant::now() + WAIT;
-    loop {
-        let runs = slow_runs(&backend, tab).await?;
-        assert!(runs == "0" || runs == "1", "window.__slow = {runs}");
-        if runs == "1" {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the slow script never finished in the page"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    // The page's own counts once the slow script's time is over: the interrupted command ran at
+    // most once (its script may go on in the page), the queued one never.
+    let wait = Duration::from_secs(5).saturating_sub(sent_at.elapsed());
+    tokio::time::sleep(wait).await;
+    let counts = page_counts(&backend, tab).await?;
+    assert!(
+        counts == "0 0" || counts == "1 0",
+        "__slow __queued = {counts}"
+    );
 
     // The user's Disconnect closes the watchdog: nothing will wake the worker for a connection.
     let page = browser.options_page().await?;
@@ -205,13 +229,13 @@ async fn the_watchdog_starts_a_stopped_worker_again_without_the_alarm() -> Resul
     Ok(())
 }
 
-/// `window.__slow` as text ("0" until the slow script has counted).
-async fn slow_runs(backend: &Backend, tab: i64) -> Result<String> {
+/// `window.__slow` and `window.__queued` ("0" for unset), space-separated.
+async fn page_counts(backend: &Backend, tab: i64) -> Result<String> {
     let r = backend
         .caller()
         .command_when_connected(
             "javascript_tool",
-            json!({"tabId": tab, "text": "String(window.__slow || 0)"}),
+            json!({"tabId": tab, "text": "(window.__slow || 0) + ' ' + (window.__queued || 0)"}),
             WAIT,
         )
         .await?;

@@ -65,6 +65,9 @@ enum Seen {
 struct Delivery {
     done: Vec<String>,
     running: Vec<String>,
+    /// Received, waiting for their tab's turn: not started.
+    #[serde(default)]
+    queued: Vec<String>,
     outbox: Vec<CommandResult>,
 }
 
@@ -83,6 +86,8 @@ struct Session {
     seen_order: VecDeque<String>,
     /// The stored delivery state was read (once per worker start).
     restored: bool,
+    /// Running ids still waiting for their tab's turn (not started).
+    waiting: std::collections::HashSet<String>,
     /// Per tab, the last queued command: commands for one tab run in order.
     tab_tails: HashMap<i64, (u64, oneshot::Receiver<()>)>,
     next_seq: u64,
@@ -105,6 +110,7 @@ impl Session {
         let mut d = Delivery::default();
         for id in &self.seen_order {
             match self.seen.get(id) {
+                Some(Seen::Running) if self.waiting.contains(id) => d.queued.push(id.clone()),
                 Some(Seen::Running) => d.running.push(id.clone()),
                 Some(Seen::Done(_)) => d.done.push(id.clone()),
                 None => {}
@@ -186,7 +192,7 @@ async fn restore() {
         .ok()
         .flatten()
         .unwrap_or_default();
-    let interrupted = stored.running.len();
+    let interrupted = stored.running.len() + stored.queued.len();
     with(|s| {
         for id in stored.done {
             s.remember(&id, Seen::Done(None));
@@ -199,6 +205,16 @@ async fn restore() {
                 command_id: id.clone(),
                 outcome: Outcome::Error {
                     error: "The extension's service worker was stopped while this command ran; it may have partly happened and was not run again. Check the page state before retrying.".into(),
+                },
+            };
+            s.remember(&id, Seen::Done(Some(r.clone())));
+            s.queue(r);
+        }
+        for id in stored.queued {
+            let r = CommandResult {
+                command_id: id.clone(),
+                outcome: Outcome::Error {
+                    error: "The extension's service worker was stopped before this command's turn came (it waited behind earlier commands for the same tab); it did not run, and is safe to send again.".into(),
                 },
             };
             s.remember(&id, Seen::Done(Some(r.clone())));
@@ -464,7 +480,8 @@ pub fn server_said(message: &str) {
 }
 
 /// While the loop runs, a trivial extension API call every 20 s keeps Chrome from stopping the
-/// worker; it sends nothing to the backend. The alarm restarts a worker stopped anyway.
+/// worker; it sends nothing to the backend. A worker stopped anyway is started again by the
+/// watchdog at once, or by the alarm (the backstop) within its 30 s period.
 async fn keep_alive(gen: u64) {
     while is_current(gen) {
         sleep_ms(KEEPALIVE_MS).await;
@@ -538,9 +555,6 @@ fn admit(id: &str, refused: Option<CommandResult>) -> Next {
 }
 
 async fn run_command(cmd: Command) {
-    // The id is stored as running before the tool starts, so a restarted worker never runs it
-    // again.
-    let _ = persist().await;
     // A tool the catalog marks `outsideTabOrder` (listing a tab's page tools) only reads, so it
     // does not wait behind the tab's running commands.
     let ordered = protocol::tool(&cmd.tool).is_none_or(|spec| !spec.outside_tab_order);
@@ -558,6 +572,13 @@ async fn run_command(cmd: Command) {
         });
         (tab, seq, done, previous)
     });
+    let waits = turn.as_ref().is_some_and(|t| t.3.is_some());
+    if waits {
+        with(|s| s.waiting.insert(cmd.id.clone()));
+    }
+    // The id is stored (running, or waiting for its turn) before the tool starts, so a
+    // restarted worker never runs it again and can say whether it had started.
+    let _ = persist().await;
     let turn = match turn {
         Some((tab, seq, done, previous)) => {
             if let Some(previous) = previous {
@@ -567,6 +588,10 @@ async fn run_command(cmd: Command) {
         }
         None => None,
     };
+    if waits {
+        with(|s| s.waiting.remove(&cmd.id));
+        let _ = persist().await;
+    }
     let outcome = execute(&cmd.tool, cmd.args).await;
     if let Some((tab, seq, done)) = turn {
         let _ = done.send(());
