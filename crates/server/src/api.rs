@@ -142,7 +142,7 @@ async fn run(
         crate::guard::auth_failed(
             app,
             peer.ip(),
-            format!("missing or wrong bearer token for POST /commands"),
+            "missing or wrong bearer token for POST /commands".to_string(),
         )
         .await;
         return Err(ApiError::unauthorized());
@@ -197,7 +197,7 @@ pub(crate) async fn status(
         crate::guard::auth_failed(
             &app,
             peer.ip(),
-            format!("missing or wrong bearer token for GET /status"),
+            "missing or wrong bearer token for GET /status".to_string(),
         )
         .await;
         return ApiError::unauthorized().into_response();
@@ -234,7 +234,7 @@ pub(crate) async fn disconnect(
         crate::guard::auth_failed(
             &app,
             peer.ip(),
-            format!("missing or wrong bearer token for POST /disconnect"),
+            "missing or wrong bearer token for POST /disconnect".to_string(),
         )
         .await;
         return ApiError::unauthorized().into_response();

@@ -498,7 +498,7 @@ async fn post_result(
             crate::guard::auth_failed(
                 &app,
                 peer.ip(),
-                format!("wrong or missing token on a result POST"),
+                "wrong or missing token on a result POST".to_string(),
             )
             .await;
             return unauthorized();
