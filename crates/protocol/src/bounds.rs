@@ -25,6 +25,10 @@ pub const DELIVERY_MARGIN_MS: u32 = 10_000;
 /// command plus the delivery margin.
 pub const BACKEND_WAIT_MS: u32 = COMMAND_MS + DELIVERY_MARGIN_MS;
 
+// The longest script run ends within the command bound, and a backend waits longer than it.
+const _: () = assert!(SCRIPT_MAX_MS + SCRIPT_STOP_MS <= COMMAND_MS);
+const _: () = assert!(BACKEND_WAIT_MS > COMMAND_MS);
+
 /// The limit a tool declares for this call from its own arguments, when it has one (today:
 /// `btcp_run_script`'s `timeoutMs`, clamped to its range, plus the time to stop the script).
 /// Every other tool is bounded by [`COMMAND_MS`] only.
@@ -63,7 +67,6 @@ mod tests {
 
     #[test]
     fn every_declared_limit_ends_within_the_command_bound() {
-        assert!(SCRIPT_MAX_MS + SCRIPT_STOP_MS <= COMMAND_MS);
         let args = |v: Value| v.as_object().cloned().unwrap_or_default();
         assert_eq!(
             declared_ms("btcp_run_script", &args(json!({"timeoutMs": 110_000}))),
@@ -78,6 +81,5 @@ mod tests {
             Some(115_000)
         );
         assert_eq!(declared_ms("navigate", &args(json!({}))), None);
-        assert!(BACKEND_WAIT_MS > COMMAND_MS);
     }
 }

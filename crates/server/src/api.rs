@@ -6,12 +6,13 @@ use crate::guard::bearer_matches;
 use crate::relay::CommandError;
 use crate::AppState;
 use axum::body::Bytes;
-use axum::extract::State;
+use axum::extract::{ConnectInfo, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
+use std::net::SocketAddr;
 use std::time::Duration;
 
 /// The longest `timeoutMs` a command may ask for.
@@ -121,10 +122,11 @@ impl CommandRequest {
 /// `POST /commands`.
 pub(crate) async fn command(
     State(app): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    match run(&app, &headers, &body).await {
+    match run(&app, peer, &headers, &body).await {
         Ok(result) => (StatusCode::OK, Json(result)).into_response(),
         Err(e) => e.into_response(),
     }
@@ -132,13 +134,17 @@ pub(crate) async fn command(
 
 async fn run(
     app: &AppState,
+    peer: SocketAddr,
     headers: &HeaderMap,
     body: &[u8],
 ) -> Result<protocol::CommandResult, ApiError> {
     if !bearer_matches(headers, &app.token) {
-        crate::log(format_args!(
-            "refused a command request: missing or wrong bearer token"
-        ));
+        crate::guard::auth_failed(
+            app,
+            peer.ip(),
+            "missing or wrong bearer token for POST /commands".to_string(),
+        )
+        .await;
         return Err(ApiError::unauthorized());
     }
     let request = CommandRequest::parse(body).map_err(ApiError::bad_request)?;
@@ -182,8 +188,18 @@ async fn run(
 }
 
 /// `GET /status`.
-pub(crate) async fn status(State(app): State<AppState>, headers: HeaderMap) -> Response {
+pub(crate) async fn status(
+    State(app): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+) -> Response {
     if !bearer_matches(&headers, &app.token) {
+        crate::guard::auth_failed(
+            &app,
+            peer.ip(),
+            "missing or wrong bearer token for GET /status".to_string(),
+        )
+        .await;
         return ApiError::unauthorized().into_response();
     }
     let browsers: Vec<Value> = app
@@ -210,10 +226,17 @@ pub(crate) async fn status(State(app): State<AppState>, headers: HeaderMap) -> R
 /// Answers `{"disconnected": n, "targets": [...]}`.
 pub(crate) async fn disconnect(
     State(app): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
     if !bearer_matches(&headers, &app.token) {
+        crate::guard::auth_failed(
+            &app,
+            peer.ip(),
+            "missing or wrong bearer token for POST /disconnect".to_string(),
+        )
+        .await;
         return ApiError::unauthorized().into_response();
     }
     let value: Value = if body.iter().all(u8::is_ascii_whitespace) {

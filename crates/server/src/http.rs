@@ -12,7 +12,7 @@ use crate::guard::{constant_time_eq, parse_bearer};
 use crate::relay::{ConnectionId, Delivery, Identity, Registration, DEFAULT_TARGET};
 use crate::AppState;
 use axum::body::{Body, Bytes};
-use axum::extract::{Path, Query, State};
+use axum::extract::{ConnectInfo, Path, Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -21,6 +21,7 @@ use protocol::{Command, CommandResult, ServerFrame};
 use serde::Deserialize;
 use serde_json::json;
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, watch};
@@ -118,25 +119,28 @@ fn admitted(app: &AppState, headers: &HeaderMap) -> Admitted {
 /// `GET /browser/events` (default target).
 pub(crate) async fn events_default(
     State(app): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
     Query(q): Query<StreamQuery>,
     headers: HeaderMap,
 ) -> Response {
-    events(app, None, q, headers).await
+    events(app, peer, None, q, headers).await
 }
 
 /// `GET /browser/{target}/events`.
 pub(crate) async fn events_target(
     State(app): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
     Path(target): Path<String>,
     Query(q): Query<StreamQuery>,
     headers: HeaderMap,
 ) -> Response {
-    events(app, Some(target), q, headers).await
+    events(app, peer, Some(target), q, headers).await
 }
 
 /// `target` is the one the path names (`None`: the default path).
 async fn events(
     app: AppState,
+    peer: SocketAddr,
     target: Option<String>,
     q: StreamQuery,
     headers: HeaderMap,
@@ -157,10 +161,12 @@ async fn events(
             (issued.target, Some(issued.id))
         }
         Admitted::Nobody => {
-            app.relay.auth_failed();
-            crate::log(format_args!(
-                "auth failure on the command stream (request {connection})"
-            ));
+            crate::guard::auth_failed(
+                &app,
+                peer.ip(),
+                format!("wrong or missing token on the command stream (request {connection})"),
+            )
+            .await;
             return unauthorized();
         }
     };
@@ -450,23 +456,26 @@ fn expire_later(app: AppState, target: String, mailbox: &Arc<Mailbox>) {
 /// the browser a command was sent to may answer it.
 pub(crate) async fn result(
     State(app): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    post_result(app, None, headers, body).await
+    post_result(app, peer, None, headers, body).await
 }
 
 pub(crate) async fn result_target(
     State(app): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
     Path(target): Path<String>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    post_result(app, Some(target), headers, body).await
+    post_result(app, peer, Some(target), headers, body).await
 }
 
 async fn post_result(
     app: AppState,
+    peer: SocketAddr,
     target: Option<String>,
     headers: HeaderMap,
     body: Bytes,
@@ -486,7 +495,12 @@ async fn post_result(
             Identity::new(issued.target, Some(&issued.id))
         }
         Admitted::Nobody => {
-            app.relay.auth_failed();
+            crate::guard::auth_failed(
+                &app,
+                peer.ip(),
+                "wrong or missing token on a result POST".to_string(),
+            )
+            .await;
             return unauthorized();
         }
     };

@@ -9,6 +9,7 @@ pub mod call;
 pub mod cli;
 pub mod guard;
 pub mod http;
+pub mod listen;
 pub mod mcp;
 pub mod pair;
 pub mod relay;
@@ -19,7 +20,6 @@ pub mod ws;
 use axum::extract::DefaultBodyLimit;
 use axum::middleware;
 use axum::routing::{get, post};
-use axum::serve::ListenerExt;
 use axum::Router;
 use relay::Relay;
 use std::fmt;
@@ -43,6 +43,10 @@ pub const DEFAULT_COMMAND_TIMEOUT: Duration =
 pub const DEFAULT_AUTH_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long shutdown waits for connections to finish before cutting them off.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+/// A request's head must arrive within this (a slow or silent client is cut off).
+pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// Connections open at once (each browser holds one or two).
+pub const MAX_CONNECTIONS: usize = 2048;
 
 /// What a server needs to start.
 #[derive(Clone)]
@@ -53,6 +57,11 @@ pub struct ServerConfig {
     pub token: String,
     pub command_timeout: Duration,
     pub auth_timeout: Duration,
+    /// How long a request's head may take to arrive.
+    pub header_timeout: Duration,
+    /// How long a failed authentication waits for its answer once failures pile up (see
+    /// [`guard::AuthThrottle`]).
+    pub auth_failure_delay: Duration,
     /// Per-target tokens browsers may also connect with, and where the /pair page keeps the
     /// tokens it issues (none by default: pairing then says it has nowhere to keep them).
     pub tokens: tokens::TokenStore,
@@ -66,6 +75,8 @@ impl ServerConfig {
             token: token.into(),
             command_timeout: DEFAULT_COMMAND_TIMEOUT,
             auth_timeout: DEFAULT_AUTH_TIMEOUT,
+            header_timeout: DEFAULT_HEADER_TIMEOUT,
+            auth_failure_delay: guard::DEFAULT_FAILURE_DELAY,
             tokens: tokens::TokenStore::none(),
         }
     }
@@ -78,6 +89,8 @@ impl fmt::Debug for ServerConfig {
             .field("token", &"<hidden>")
             .field("command_timeout", &self.command_timeout)
             .field("auth_timeout", &self.auth_timeout)
+            .field("header_timeout", &self.header_timeout)
+            .field("auth_failure_delay", &self.auth_failure_delay)
             .finish()
     }
 }
@@ -95,6 +108,7 @@ pub(crate) struct AppState {
     pub(crate) live: LiveSessions,
     pub(crate) tokens: tokens::TokenStore,
     pub(crate) http: Arc<http::HttpState>,
+    pub(crate) throttle: Arc<guard::AuthThrottle>,
 }
 
 /// Counts the WebSocket sessions still running, so shutdown can wait for them: axum's
@@ -158,10 +172,6 @@ impl RunningServer {
         socket.bind(config.addr)?;
         let listener = socket.listen(1024)?;
         let addr = listener.local_addr()?;
-        // Small frames (commands, results) go out at once instead of waiting on Nagle.
-        let listener = listener.tap_io(|tcp| {
-            let _ = tcp.set_nodelay(true);
-        });
 
         let relay = Arc::new(Relay::new());
         let (stop, stop_rx) = watch::channel(false);
@@ -176,22 +186,21 @@ impl RunningServer {
             live: live.clone(),
             tokens: config.tokens,
             http: Arc::default(),
+            throttle: Arc::new(guard::AuthThrottle::new(config.auth_failure_delay)),
+        };
+        let limits = listen::Limits {
+            header_timeout: config.header_timeout,
+            max_connections: MAX_CONNECTIONS,
+            grace: SHUTDOWN_GRACE,
         };
         let mcp_stop = tokio_util::sync::CancellationToken::new();
         let router = router(app, addr.ip().is_loopback(), mcp_stop.clone());
-        let mut signal = stop_rx;
-        let serve = tokio::spawn(async move {
-            let service = router.into_make_service_with_connect_info::<SocketAddr>();
-            let result = axum::serve(listener, service)
-                .with_graceful_shutdown(async move {
-                    let _ = signal.wait_for(|stop| *stop).await;
-                    mcp_stop.cancel();
-                })
-                .await;
-            if let Err(e) = result {
-                log(format_args!("server stopped with an error: {e}"));
-            }
+        let mut signal = stop_rx.clone();
+        tokio::spawn(async move {
+            let _ = signal.wait_for(|stop| *stop).await;
+            mcp_stop.cancel();
         });
+        let serve = tokio::spawn(listen::serve(listener, router, limits, stop_rx));
         Ok(RunningServer {
             addr,
             relay,

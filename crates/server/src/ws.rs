@@ -19,6 +19,8 @@ use tokio::sync::mpsc;
 pub const MAX_MESSAGE_SIZE: usize = 32 << 20;
 /// Close code ("going away") used when the server shuts down.
 const CLOSE_GOING_AWAY: u16 = 1001;
+/// Close code ("message too big") for a frame past [`MAX_MESSAGE_SIZE`] or otherwise refused.
+const CLOSE_TOO_BIG: u16 = 1009;
 /// Close code ("policy violation") for an auth frame whose target is unusable.
 const CLOSE_POLICY: u16 = 1008;
 /// How long to wait for the peer to acknowledge our Close frame before dropping the socket.
@@ -60,10 +62,12 @@ async fn session(app: AppState, peer: SocketAddr, mut socket: WebSocket) {
     let (target, token_id) = match auth {
         Auth::Accepted { target, token_id } => (target, token_id),
         Auth::Refused(why) => {
-            app.relay.auth_failed();
-            crate::log(format_args!(
-                "auth failure from {peer} (connection {connection}): {why}"
-            ));
+            crate::guard::auth_failed(
+                &app,
+                peer.ip(),
+                format!("{why} (WebSocket connection {connection})"),
+            )
+            .await;
             close(&mut socket, CLOSE_UNAUTHORIZED, "invalid token").await;
             return;
         }
@@ -141,7 +145,14 @@ async fn session(app: AppState, peer: SocketAddr, mut socket: WebSocket) {
                 }
                 Some(Ok(Message::Ping(_) | Message::Pong(_))) => {}
                 Some(Ok(Message::Close(_))) | None => break "closed by the browser",
-                Some(Err(_)) => break "connection error",
+                Some(Err(e)) => {
+                    // A frame past the size limit, or one that breaks the WebSocket rules:
+                    // say why in the close frame (1009 "message too big" covers the limit;
+                    // the reason carries the library's words).
+                    crate::log(format_args!("closing connection {connection} of '{target}': {e}"));
+                    close(&mut socket, CLOSE_TOO_BIG, &format!("refused: {e} (limit {} MB)", MAX_MESSAGE_SIZE >> 20)).await;
+                    break "refused a frame";
+                }
             },
             frame = outgoing.recv() => match frame {
                 Some(frame) => {

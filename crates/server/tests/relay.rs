@@ -20,11 +20,9 @@ type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
 async fn start_with(addr: SocketAddr, command_timeout: Duration) -> RunningServer {
     RunningServer::start(ServerConfig {
-        addr,
-        token: TOKEN.into(),
         command_timeout,
         auth_timeout: Duration::from_secs(2),
-        tokens: Default::default(),
+        ..ServerConfig::new(addr, TOKEN)
     })
     .await
     .expect("server starts")
@@ -889,5 +887,183 @@ async fn pairing_without_a_token_store_says_why() {
     let (code, body) = http(addr, "POST /pair/offer", &[("Origin", &origin)], "").await;
     assert_eq!(code, 500);
     assert!(body.contains("no config directory"), "{body}");
+    server.shutdown().await;
+}
+
+/// Raw bytes to a fresh connection; the whole answer once the server closes it (or what came
+/// within `WAIT`).
+async fn raw(addr: SocketAddr, bytes: &[u8]) -> String {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream.write_all(bytes).await.unwrap();
+    let mut response = Vec::new();
+    let _ = tokio::time::timeout(WAIT, stream.read_to_end(&mut response)).await;
+    String::from_utf8_lossy(&response).into_owned()
+}
+
+/// A request announcing a `len`-byte body, sent while the answer is read: the answer's head.
+async fn oversized(addr: SocketAddr, head: &str, len: usize) -> String {
+    let stream = TcpStream::connect(addr).await.unwrap();
+    let (mut reader, mut writer) = stream.into_split();
+    let request = format!(
+        "{head} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\nContent-Length: {len}\r\n\r\n"
+    );
+    let send = tokio::spawn(async move {
+        let _ = writer.write_all(request.as_bytes()).await;
+        let chunk = vec![b'a'; 1 << 16];
+        for _ in 0..len / chunk.len() {
+            if writer.write_all(&chunk).await.is_err() {
+                break;
+            }
+        }
+    });
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+        match tokio::time::timeout(WAIT, reader.read(&mut buf)).await {
+            Ok(Ok(n)) if n > 0 => got.extend_from_slice(&buf[..n]),
+            _ => break,
+        }
+    }
+    send.abort();
+    String::from_utf8_lossy(&got).into_owned()
+}
+
+/// Neighbours on the same machine: a request without Host (DNS rebinding can't be ruled out),
+/// clients that trickle their headers or say nothing, oversized bodies and frames.
+#[tokio::test]
+async fn slow_silent_and_oversized_clients_are_cut_off_without_blocking_others() {
+    let server = RunningServer::start(ServerConfig {
+        header_timeout: Duration::from_millis(500),
+        ..ServerConfig::new(local(), TOKEN)
+    })
+    .await
+    .unwrap();
+    let addr = server.addr();
+
+    let answer = raw(addr, b"GET /status HTTP/1.1\r\nAuthorization: Bearer test-token-0123\r\nConnection: close\r\n\r\n").await;
+    assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+    assert!(answer.contains("Host header"), "{answer}");
+
+    // Slowloris: 50 connections that send half a request head and then dribble, and 50 that
+    // send nothing. Meanwhile others are served, and the server cuts each slow one off.
+    let mut slow = Vec::new();
+    for i in 0..100 {
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        if i % 2 == 0 {
+            stream
+                .write_all(format!("GET /status HTTP/1.1\r\nHost: {addr}\r\nX-Slow: ").as_bytes())
+                .await
+                .unwrap();
+        }
+        slow.push(stream);
+    }
+    assert_eq!(status(addr).await["browsers"], json!([]));
+    let mut ws = extension(addr, None).await;
+    let call = tokio::spawn(command(addr, json!({"tool": "t"})));
+    let cmd = next_json(&mut ws).await;
+    send(
+        &mut ws,
+        json!({"type": "result", "commandId": cmd["id"], "result": {"content": []}}),
+    )
+    .await;
+    assert_eq!(call.await.unwrap().0, 200);
+    for (i, mut stream) in slow.into_iter().enumerate() {
+        let mut buf = [0u8; 1024];
+        let mut got = Vec::new();
+        let since = std::time::Instant::now();
+        loop {
+            assert!(
+                since.elapsed() < WAIT,
+                "connection {i} ({}) was never cut off",
+                if i % 2 == 0 { "dribbling" } else { "silent" }
+            );
+            if i % 2 == 0 {
+                // Still dribbling: one byte of the header value now and then.
+                let _ = stream.write_all(b"x").await;
+            }
+            match tokio::time::timeout(Duration::from_millis(200), stream.read(&mut buf)).await {
+                Ok(Ok(0)) | Ok(Err(_)) => break,
+                Ok(Ok(n)) => got.extend_from_slice(&buf[..n]),
+                Err(_) => {}
+            }
+            assert!(
+                got.len() < 4096,
+                "connection {i} answered: {}",
+                String::from_utf8_lossy(&got)
+            );
+        }
+    }
+
+    // Oversized: a command body past 2 MB gets 413; a result past 32 MB gets 413; a WebSocket
+    // message past 32 MB closes the socket with 1009 (message too big).
+    for (head, len) in [
+        ("POST /commands", 3usize << 20),
+        ("POST /browser/result", 33 << 20),
+    ] {
+        let answer = oversized(addr, head, len).await;
+        assert!(answer.starts_with("HTTP/1.1 413"), "{head}: {answer}");
+    }
+    let _ = ws.send(Message::text("a".repeat(33 << 20))).await;
+    assert_eq!(close_code(&mut ws).await, Some(1009));
+    // And the server still serves.
+    extension(addr, None).await;
+    server.shutdown().await;
+}
+
+/// Token guessing: failures past the free allowance are answered only after the throttle's
+/// delay (on every route), while the right token is answered at once, even from the same
+/// address while a guesser is being held.
+#[tokio::test]
+async fn wrong_tokens_are_slowed_down_and_the_right_one_never_is() {
+    let delay = Duration::from_secs(3);
+    let server = RunningServer::start(ServerConfig {
+        auth_failure_delay: delay,
+        ..ServerConfig::new(local(), TOKEN)
+    })
+    .await
+    .unwrap();
+    let addr = server.addr();
+    static WRONG: [(&str, &str); 1] = [("Authorization", "Bearer guess")];
+    let wrong = &WRONG;
+    for _ in 0..10 {
+        assert_eq!(http(addr, "GET /status", wrong, "").await.0, 401);
+    }
+    // The allowance is spent: each further failure is held for the delay, on every route.
+    let held = std::time::Instant::now();
+    for (head, body) in [
+        ("GET /status", ""),
+        ("POST /commands", r#"{"tool":"t"}"#),
+        ("GET /browser/events?wait=0", ""),
+        ("POST /browser/result", r#"{"commandId":"x","error":"e"}"#),
+    ] {
+        let started = std::time::Instant::now();
+        assert_eq!(http(addr, head, wrong, body).await.0, 401, "{head}");
+        assert!(
+            started.elapsed() >= delay - Duration::from_millis(100),
+            "{head} was not held"
+        );
+    }
+    assert!(held.elapsed() >= delay * 4 - Duration::from_millis(400));
+    let mut ws = connect(addr).await;
+    let started = std::time::Instant::now();
+    send(&mut ws, json!({"type": "auth", "token": "guess"})).await;
+    assert_eq!(close_code(&mut ws).await, Some(4001));
+    assert!(
+        started.elapsed() >= delay - Duration::from_millis(100),
+        "the WebSocket failure was not held"
+    );
+
+    // While a guess is being held, the real browser and client get in at once: both are
+    // answered before the held guess is.
+    let guess = tokio::spawn(http(addr, "GET /status", wrong, ""));
+    let browser = extension(addr, None).await;
+    assert_eq!(status(addr).await["browsers"][0]["target"], "default");
+    assert!(
+        !guess.is_finished(),
+        "the right token waited behind the guess"
+    );
+    assert_eq!(guess.await.unwrap().0, 401);
+    assert!(status(addr).await["authFailures"].as_u64().unwrap() >= 16);
+    drop(browser);
     server.shutdown().await;
 }
