@@ -1143,3 +1143,61 @@ async fn scroll_to_zoom_and_jpeg_screenshots() -> Result<()> {
     assert_eq!(mime, "image/jpeg", "{text}");
     Ok(())
 }
+
+/// The coordinate space and the kept images outlive the worker: in a window whose screenshot
+/// the image budget scales down (DPR 2, 1700x1000), a click at screenshot coordinates after a
+/// worker restart lands on its element, and upload_image takes an image from before it.
+#[tokio::test]
+async fn screenshot_coordinates_and_images_survive_a_worker_restart() -> Result<()> {
+    let (fixtures, backend, browser, tab) = connected(BrowserOptions {
+        device_scale_factor: Some(2.0),
+        window_size: Some((1700, 1000)),
+        ..Default::default()
+    })
+    .await?;
+    backend.navigate(tab, &fixtures.url("input.html")).await?;
+    let (_, _, image) = screenshot(&backend, tab).await?;
+    backend.navigate(tab, &fixtures.url("corner.html")).await?;
+    let (w, _, _) = screenshot(&backend, tab).await?;
+    let css_width: f64 = js(&backend, tab, "innerWidth").await?.parse().expect("width");
+    let ratio = w / css_width;
+    assert!(ratio < 0.95, "the screenshot is not scaled: {ratio}");
+    let (cx, cy) = centre(&backend, tab, "corner").await?;
+    let (sx, sy) = ((cx * ratio).round(), (cy * ratio).round());
+
+    browser.stop_worker().await?;
+    backend.wait_browsers(1, Duration::from_secs(60)).await?;
+    computer(
+        &backend,
+        tab,
+        json!({"action": "left_click", "coordinate": [sx, sy]}),
+    )
+    .await?;
+    assert_eq!(
+        js(&backend, tab, "clicks.join()").await?,
+        "corner",
+        "a click at ({sx}, {sy}) of the screenshot missed after the restart"
+    );
+
+    backend.navigate(tab, &fixtures.url("input.html")).await?;
+    let file = backend
+        .text("find", json!({"tabId": tab, "query": "File"}))
+        .await?;
+    let line = file
+        .lines()
+        .find(|l| l.starts_with("[ref_") && l.contains("\"File\""))
+        .expect("file input");
+    let r = &line[1..line.find(']').unwrap()];
+    let out = backend
+        .text(
+            "upload_image",
+            json!({"tabId": tab, "imageId": image, "ref": r, "filename": "before.png"}),
+        )
+        .await?;
+    assert!(out.contains("via file input"), "{out}");
+    assert_eq!(
+        js(&backend, tab, "files.map((f) => f.split(':').slice(0, 2).join(':')).join()").await?,
+        "input:before.png"
+    );
+    Ok(())
+}

@@ -97,6 +97,7 @@ pub fn on_tab_removed(tab: i32) {
     refs::forget(tab);
     observers::forget(tab);
     tools::computer::screenshot::forget(tab);
+    coords::forget(tab);
     tools::read_page::forget(tab);
     cdp::on_detach(tab);
     idle::forget(tab);
