@@ -21,6 +21,11 @@ chrome.storage.onChanged.addListener((changes, area) => {
 });
 chrome.tabs.onCreated.addListener((tab) => ready.then(() => worker.onTabCreated(tab)));
 chrome.tabs.onRemoved.addListener((tabId) => ready.then(() => worker.onTabRemoved(tabId)));
+// A tab joining or leaving a group (dragged by the person, grouped by a script): the
+// automation group's tabs are recorded from the moment they join.
+chrome.tabs.onUpdated.addListener((tabId, change) => {
+  if ("groupId" in change) ready.then(() => worker.onTabGroupChanged(tabId, change.groupId));
+});
 // Startup and install only need the worker to run: boot() does the rest.
 chrome.runtime.onStartup.addListener(() => ready);
 chrome.runtime.onInstalled.addListener(() => ready);

@@ -1159,7 +1159,10 @@ async fn screenshot_coordinates_and_images_survive_a_worker_restart() -> Result<
     let (_, _, image) = screenshot(&backend, tab).await?;
     backend.navigate(tab, &fixtures.url("corner.html")).await?;
     let (w, _, _) = screenshot(&backend, tab).await?;
-    let css_width: f64 = js(&backend, tab, "innerWidth").await?.parse().expect("width");
+    let css_width: f64 = js(&backend, tab, "innerWidth")
+        .await?
+        .parse()
+        .expect("width");
     let ratio = w / css_width;
     assert!(ratio < 0.95, "the screenshot is not scaled: {ratio}");
     let (cx, cy) = centre(&backend, tab, "corner").await?;
@@ -1196,7 +1199,12 @@ async fn screenshot_coordinates_and_images_survive_a_worker_restart() -> Result<
         .await?;
     assert!(out.contains("via file input"), "{out}");
     assert_eq!(
-        js(&backend, tab, "files.map((f) => f.split(':').slice(0, 2).join(':')).join()").await?,
+        js(
+            &backend,
+            tab,
+            "files.map((f) => f.split(':').slice(0, 2).join(':')).join()"
+        )
+        .await?,
         "input:before.png"
     );
     Ok(())

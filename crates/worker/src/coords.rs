@@ -60,8 +60,12 @@ pub fn forget(tab: i32) {
 
 /// Writes the ratios, off the caller's path.
 fn store() {
-    let all: HashMap<String, f64> =
-        SCALE.with(|s| s.borrow().iter().map(|(t, v)| (t.to_string(), *v)).collect());
+    let all: HashMap<String, f64> = SCALE.with(|s| {
+        s.borrow()
+            .iter()
+            .map(|(t, v)| (t.to_string(), *v))
+            .collect()
+    });
     wasm_bindgen_futures::spawn_local(async move {
         if let Err(e) = storage::set(Area::Session, SCALES_KEY, &all).await {
             crate::js::log(&format!("cannot keep the screenshot scales: {e}"));

@@ -5,8 +5,8 @@
 //! written after the screenshot is answered, so upload_image finds them after a worker restart.
 
 use crate::cdp;
-use crate::chrome::tabs::{self, UpdateProperties};
 use crate::chrome::storage::{self, Area};
+use crate::chrome::tabs::{self, UpdateProperties};
 use crate::coords;
 use protocol::ContentBlock;
 use serde::{Deserialize, Serialize};
