@@ -71,6 +71,13 @@ chrome.tabs.onRemoved.addListener((tabId) => {
   saw("tabs");
   ready.then(() => worker.onTabRemoved(tabId));
 });
+// A tab joining or leaving a group (dragged by the person, grouped by a script): the
+// automation group's tabs are recorded from the moment they join.
+chrome.tabs.onUpdated.addListener((tabId, change) => {
+  if (!("groupId" in change)) return;
+  saw("tabs");
+  ready.then(() => worker.onTabGroupChanged(tabId, change.groupId));
+});
 // The watchdog (extension/watchdog.js, an offscreen document) holds a port to this worker so
 // it can start the worker again as soon as Chrome stops it. Nothing is sent on the port; being
 // connected to is the event, and boot() does the rest. Other ports are refused.

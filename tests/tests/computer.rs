@@ -965,3 +965,247 @@ async fn a_download_in_progress_keeps_the_tab_attached() -> Result<()> {
     wait_detached(&worker, tab).await?;
     Ok(())
 }
+
+/// The text of a result and its one image, decoded: (text, mime, width, height).
+fn shot_of(r: &protocol::CommandResult) -> (String, String, u32, u32) {
+    let text = match &r.outcome {
+        protocol::Outcome::Result { result } => result.joined_text(),
+        protocol::Outcome::Error { error } => panic!("{error}"),
+    };
+    let imgs = images(r);
+    assert_eq!(imgs.len(), 1, "{text}");
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(imgs[0].0)
+        .expect("base64");
+    let (w, h) = decoded_size(&bytes).unwrap_or_else(|| panic!("undecodable image: {text}"));
+    (text, imgs[0].1.to_string(), w, h)
+}
+
+/// scroll_to centres the ref's element; zoom captures its region at full resolution (device
+/// pixels) within the image budget and says so; a page that compresses better as JPEG gets a
+/// JPEG screenshot (and zoom), which decodes to the size the text gives. At DPR 2 in a window
+/// whose screenshot the budget scales down.
+#[tokio::test]
+async fn scroll_to_zoom_and_jpeg_screenshots() -> Result<()> {
+    let (fixtures, backend, _browser, tab) = connected(BrowserOptions {
+        device_scale_factor: Some(2.0),
+        window_size: Some((1700, 1000)),
+        ..Default::default()
+    })
+    .await?;
+    backend.navigate(tab, &fixtures.url("long.html")).await?;
+
+    // scroll_to: by ref, the element ends up in the middle of the viewport.
+    let found = backend
+        .text("find", json!({"tabId": tab, "query": "Bottom button"}))
+        .await?;
+    let line = found
+        .lines()
+        .find(|l| l.contains("button \"Bottom button\""))
+        .unwrap_or_else(|| panic!("{found}"));
+    let r = &line[1..line.find(']').expect("ref")];
+    assert_eq!(js(&backend, tab, "scrollY").await?, "0");
+    let out = computer(&backend, tab, json!({"action": "scroll_to", "ref": r})).await?;
+    assert_eq!(out, format!("Scrolled {r} into view"));
+    let place: Vec<f64> = serde_json::from_str(
+        &js(
+            &backend,
+            tab,
+            "const b = bottom.getBoundingClientRect(); [b.top, b.bottom, innerHeight, scrollY, document.documentElement.scrollHeight - innerHeight]",
+        )
+        .await?,
+    )
+    .expect("numbers");
+    let (top, bottom, height, scrolled, most) = (place[0], place[1], place[2], place[3], place[4]);
+    assert!(scrolled > 4000.0, "{place:?}");
+    assert!(top >= 0.0 && bottom <= height, "not in view: {place:?}");
+    // Centred, as far as the page can scroll (the button is near its end).
+    assert!(
+        ((top + bottom) / 2.0 - height / 2.0).abs() <= 2.0 || (scrolled - most).abs() < 1.0,
+        "not centred: {place:?}"
+    );
+    // Back up to the top button: centring it would scroll above the page, so the page's top.
+    let found = backend
+        .text("find", json!({"tabId": tab, "query": "Top button"}))
+        .await?;
+    let line = found
+        .lines()
+        .find(|l| l.contains("button \"Top button\""))
+        .unwrap_or_else(|| panic!("{found}"));
+    let top_ref = &line[1..line.find(']').expect("ref")];
+    computer(
+        &backend,
+        tab,
+        json!({"action": "scroll_to", "ref": top_ref}),
+    )
+    .await?;
+    assert_eq!(js(&backend, tab, "scrollY").await?, "0");
+    let e = backend
+        .error("computer", json!({"tabId": tab, "action": "scroll_to"}))
+        .await?;
+    assert!(e.contains("`ref`"), "{e}");
+    let e = backend
+        .error(
+            "computer",
+            json!({"tabId": tab, "action": "scroll_to", "ref": "ref_99_99"}),
+        )
+        .await?;
+    assert!(e.contains("ref_99_99"), "{e}");
+
+    // The screenshot is scaled down by the budget; zoom is not.
+    let (sw, sh, _) = screenshot(&backend, tab).await?;
+    let css_width: f64 = js(&backend, tab, "innerWidth")
+        .await?
+        .parse()
+        .expect("width");
+    let scale = sw / css_width;
+    assert!(
+        scale < 0.99,
+        "the budget did not scale the screenshot: {scale}"
+    );
+    let region = [100.0, 80.0, 500.0, 380.0];
+    let r = backend
+        .command(
+            "computer",
+            json!({"tabId": tab, "action": "zoom", "region": region}),
+        )
+        .await?;
+    let (text, _, w, h) = shot_of(&r);
+    assert!(
+        text.starts_with(&format!(
+            "Successfully captured zoomed screenshot of region (100,80) to (500,380) - {w}x{h} pixels - ID: "
+        )),
+        "{text}"
+    );
+    // Full resolution: the region's CSS size times the device pixel ratio.
+    let (ew, eh) = (400.0 / scale * 2.0, 300.0 / scale * 2.0);
+    assert!(
+        (f64::from(w) - ew).abs() <= 2.0 && (f64::from(h) - eh).abs() <= 2.0,
+        "{w}x{h}, expected {ew:.0}x{eh:.0}"
+    );
+    // The whole screenshot's region at full resolution exceeds the budget: scaled into it.
+    let r = backend
+        .command(
+            "computer",
+            json!({"tabId": tab, "action": "zoom", "region": [0, 0, sw, sh]}),
+        )
+        .await?;
+    let (text, _, w, h) = shot_of(&r);
+    assert!(w.max(h) <= 1568, "{text}");
+    assert!(
+        f64::from(w) * f64::from(h) <= 1568.0 * 784.0 + 1568.0,
+        "{text}: over the image-token budget"
+    );
+    // The budget binds as it does for the screenshot of the same viewport.
+    assert!(
+        (f64::from(w) - sw).abs() <= 1.0 && (f64::from(h) - sh).abs() <= 1.0,
+        "{text}: the screenshot is {sw}x{sh}"
+    );
+    let e = backend
+        .error(
+            "computer",
+            json!({"tabId": tab, "action": "zoom", "region": [50, 50, 10, 10]}),
+        )
+        .await?;
+    assert!(e.contains("`region`") && e.contains("x1 > x0"), "{e}");
+
+    // A photographic page: JPEG is smaller than PNG, so the screenshot is a JPEG.
+    js(
+        &backend,
+        tab,
+        "const c = document.createElement('canvas'); c.width = innerWidth * devicePixelRatio; c.height = innerHeight * devicePixelRatio; \
+         c.style = 'position: fixed; inset: 0; width: 100vw; height: 100vh'; \
+         const g = c.getContext('2d'); const img = g.createImageData(c.width, c.height); \
+         for (let i = 0; i < img.data.length; i += 4) { \
+           img.data[i] = Math.random() * 256; img.data[i + 1] = Math.random() * 256; img.data[i + 2] = Math.random() * 256; img.data[i + 3] = 255; } \
+         g.putImageData(img, 0, 0); document.body.append(c); 1",
+    )
+    .await?;
+    let r = backend
+        .command("computer", json!({"tabId": tab, "action": "screenshot"}))
+        .await?;
+    let (text, mime, w, h) = shot_of(&r);
+    assert_eq!(mime, "image/jpeg", "{text}");
+    assert!(
+        text.starts_with(&format!(
+            "Successfully captured screenshot ({w}x{h}, jpeg) - ID: "
+        )),
+        "{text}"
+    );
+    assert_eq!(f64::from(w), sw, "{text}");
+    let r = backend
+        .command(
+            "computer",
+            json!({"tabId": tab, "action": "zoom", "region": region}),
+        )
+        .await?;
+    let (text, mime, _, _) = shot_of(&r);
+    assert_eq!(mime, "image/jpeg", "{text}");
+    Ok(())
+}
+
+/// The coordinate space and the kept images outlive the worker: in a window whose screenshot
+/// the image budget scales down (DPR 2, 1700x1000), a click at screenshot coordinates after a
+/// worker restart lands on its element, and upload_image takes an image from before it.
+#[tokio::test]
+async fn screenshot_coordinates_and_images_survive_a_worker_restart() -> Result<()> {
+    let (fixtures, backend, browser, tab) = connected(BrowserOptions {
+        device_scale_factor: Some(2.0),
+        window_size: Some((1700, 1000)),
+        ..Default::default()
+    })
+    .await?;
+    backend.navigate(tab, &fixtures.url("input.html")).await?;
+    let (_, _, image) = screenshot(&backend, tab).await?;
+    backend.navigate(tab, &fixtures.url("corner.html")).await?;
+    let (w, _, _) = screenshot(&backend, tab).await?;
+    let css_width: f64 = js(&backend, tab, "innerWidth")
+        .await?
+        .parse()
+        .expect("width");
+    let ratio = w / css_width;
+    assert!(ratio < 0.95, "the screenshot is not scaled: {ratio}");
+    let (cx, cy) = centre(&backend, tab, "corner").await?;
+    let (sx, sy) = ((cx * ratio).round(), (cy * ratio).round());
+
+    browser.stop_worker().await?;
+    backend.wait_browsers(1, Duration::from_secs(60)).await?;
+    computer(
+        &backend,
+        tab,
+        json!({"action": "left_click", "coordinate": [sx, sy]}),
+    )
+    .await?;
+    assert_eq!(
+        js(&backend, tab, "clicks.join()").await?,
+        "corner",
+        "a click at ({sx}, {sy}) of the screenshot missed after the restart"
+    );
+
+    backend.navigate(tab, &fixtures.url("input.html")).await?;
+    let file = backend
+        .text("find", json!({"tabId": tab, "query": "File"}))
+        .await?;
+    let line = file
+        .lines()
+        .find(|l| l.starts_with("[ref_") && l.contains("\"File\""))
+        .expect("file input");
+    let r = &line[1..line.find(']').unwrap()];
+    let out = backend
+        .text(
+            "upload_image",
+            json!({"tabId": tab, "imageId": image, "ref": r, "filename": "before.png"}),
+        )
+        .await?;
+    assert!(out.contains("via file input"), "{out}");
+    assert_eq!(
+        js(
+            &backend,
+            tab,
+            "files.map((f) => f.split(':').slice(0, 2).join(':')).join()"
+        )
+        .await?,
+        "input:before.png"
+    );
+    Ok(())
+}

@@ -506,13 +506,19 @@ async fn bounds_filters_subtrees_and_page_text() -> Result<()> {
     backend.wait_browsers(1, Duration::from_secs(60)).await?;
     let after = backend.text("read_page", json!({"tabId": tab})).await?;
     assert_eq!(ref_of(&after, "Bottom button"), bottom);
-    backend
-        .text(
+    // The kept ref still resolves after the restart: form_input reaches the element (a
+    // button, which it refuses by name), rather than calling the ref stale.
+    let e = backend
+        .error(
             "form_input",
             json!({"tabId": tab, "ref": bottom, "value": "x"}),
         )
-        .await
-        .err();
+        .await?;
+    assert!(
+        e.contains("The element is a <button>") && e.contains("not a form field"),
+        "{e}"
+    );
+    assert!(!e.contains("Stale ref"), "{e}");
     Ok(())
 }
 
@@ -1162,5 +1168,124 @@ async fn kept_and_spliced_trees_match_a_fresh_walk_under_changes() -> Result<()>
         let again = backend.text("read_page", json!({"tabId": tab})).await?;
         assert_eq!(again, walked, "round {round}, read again");
     }
+    Ok(())
+}
+
+/// Evaluates `expr` in a page target of the test's own (attached by the test, not through the
+/// extension), found by its URL.
+async fn in_page(browser: &Browser, url: &str, expr: &str) -> Result<Value> {
+    let target = browser
+        .page_targets()
+        .await?
+        .into_iter()
+        .find(|t| t.url == url)
+        .unwrap_or_else(|| panic!("no page at {url}"));
+    let cdp = browser.cdp();
+    let attached = cdp
+        .call(
+            "Target.attachToTarget",
+            json!({"targetId": target.id, "flatten": true}),
+        )
+        .await?;
+    let session = attached["sessionId"].as_str().expect("session").to_string();
+    let out = cdp
+        .call_session(
+            &session,
+            "Runtime.evaluate",
+            json!({"expression": expr, "awaitPromise": true, "returnByValue": true}),
+        )
+        .await?;
+    let _ = cdp
+        .call("Target.detachFromTarget", json!({"sessionId": session}))
+        .await;
+    Ok(out.pointer("/result/value").cloned().unwrap_or(Value::Null))
+}
+
+/// A tab that joins the group without a command (created and grouped by a script, as a person
+/// dragging it in would) is recorded from that moment: what its page logs and fetches then is in
+/// read_console_messages and read_network_requests. After a worker restart it is recorded again
+/// without waiting for a command.
+#[tokio::test]
+async fn a_tab_that_joins_the_group_is_recorded_from_then() -> Result<()> {
+    let (fixtures, backend, browser, _first) = connected().await?;
+    let (_, group) = backend.first_tab().await?;
+    let worker = browser.worker().await?;
+    let url = fixtures.url("hello.html");
+    let tab = worker
+        .eval(&format!(
+            "chrome.tabs.create({{url: {}}}).then((t) => t.id)",
+            browser_operator_e2e::js_string(&url)
+        ))
+        .await?
+        .as_i64()
+        .expect("tab id");
+    let loaded = format!(
+        "new Promise((done) => {{ const check = () => chrome.tabs.get({tab}).then((t) => t.status === 'complete' ? done(1) : setTimeout(check, 50)); check(); }})"
+    );
+    worker.eval(&loaded).await?;
+    // The page fetches every 50 ms from before it joins until told to stop.
+    in_page(
+        &browser,
+        &url,
+        "window.n = 0; window.loop = setInterval(() => { n++; console.log('tick ' + n); fetch('/hello.html?joined=' + n); }, 50); 1",
+    )
+    .await?;
+    worker
+        .eval(&format!(
+            "chrome.tabs.group({{tabIds: [{tab}], groupId: {group}}}).then(() => 1)"
+        ))
+        .await?;
+    // Recording starts without a command: the extension's debugger attaches.
+    let attached = format!(
+        "chrome.debugger.getTargets().then((ts) => ts.some((t) => t.tabId === {tab} && t.attached))"
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    while worker.eval(&attached).await? != Value::Bool(true) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "tab {tab} joined the group and was not recorded"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Twenty more fetches, then the page stops: all before the tab's first command.
+    let joined_at = in_page(&browser, &url, "n").await?.as_i64().expect("n");
+    let stopped = in_page(
+        &browser,
+        &url,
+        &format!("new Promise((done) => {{ const check = () => n >= {joined_at} + 20 ? (clearInterval(loop), done(n)) : setTimeout(check, 20); check(); }})"),
+    )
+    .await?
+    .as_i64()
+    .expect("n");
+    let network = backend
+        .text("read_network_requests", json!({"tabId": tab}))
+        .await?;
+    let recorded: Vec<i64> = (1..=stopped)
+        .filter(|k| network.contains(&format!("hello.html?joined={k} ")))
+        .collect();
+    assert!(
+        recorded.len() >= 5 && recorded.iter().all(|k| *k >= joined_at - 2),
+        "fetches {joined_at}..={stopped} were made after the tab joined; recorded: {recorded:?}\n{network}"
+    );
+    let console = backend
+        .text("read_console_messages", json!({"tabId": tab}))
+        .await?;
+    assert!(console.contains(&format!("tick {stopped}")), "{console}");
+
+    // A worker restart: the tab is recorded again at once.
+    worker.detach().await?;
+    browser.stop_worker().await?;
+    backend.wait_browsers(1, Duration::from_secs(60)).await?;
+    let fetched = in_page(
+        &browser,
+        &url,
+        "console.log('after the restart'); fetch('/hello.html?after=restart').then((r) => r.status)",
+    )
+    .await?;
+    assert_eq!(fetched, json!(200));
+    let network = backend
+        .text("read_network_requests", json!({"tabId": tab}))
+        .await?;
+    assert!(network.contains("hello.html?after=restart"), "{network}");
     Ok(())
 }

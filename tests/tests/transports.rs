@@ -534,6 +534,136 @@ async fn sse_split_at_every_byte() -> Result<()> {
     Ok(())
 }
 
+/// A backend of the test's own that sends nothing at all on its command stream (no keep-alive
+/// comments: the protocol asks for none) for `silence`, then one command; it counts the stream
+/// requests it gets and hands on the results posted to it.
+mod silent_server {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use std::time::Duration;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::{TcpListener, TcpStream};
+    use tokio::sync::mpsc;
+
+    pub struct Silent {
+        pub url: String,
+        pub streams: Arc<AtomicUsize>,
+        pub results: mpsc::UnboundedReceiver<String>,
+    }
+
+    pub async fn start(silence: Duration) -> Silent {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let url = format!("http://{}", listener.local_addr().expect("addr"));
+        let (tx, results) = mpsc::unbounded_channel();
+        let streams = Arc::new(AtomicUsize::new(0));
+        let count = streams.clone();
+        tokio::spawn(async move {
+            while let Ok((socket, _)) = listener.accept().await {
+                tokio::spawn(serve(socket, silence, tx.clone(), count.clone()));
+            }
+        });
+        Silent {
+            url,
+            streams,
+            results,
+        }
+    }
+
+    async fn serve(
+        mut socket: TcpStream,
+        silence: Duration,
+        results: mpsc::UnboundedSender<String>,
+        streams: Arc<AtomicUsize>,
+    ) {
+        loop {
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") {
+                match socket.read(&mut byte).await {
+                    Ok(1) => head.push(byte[0]),
+                    _ => return,
+                }
+            }
+            let head = String::from_utf8_lossy(&head).to_string();
+            let length = head
+                .lines()
+                .find_map(|l| {
+                    let (k, v) = l.split_once(':')?;
+                    k.eq_ignore_ascii_case("content-length")
+                        .then(|| v.trim().parse::<usize>().ok())?
+                })
+                .unwrap_or(0);
+            if head.starts_with("POST /browser/result") {
+                let mut body = vec![0u8; length];
+                if socket.read_exact(&mut body).await.is_err() {
+                    return;
+                }
+                let _ = results.send(String::from_utf8_lossy(&body).to_string());
+                let _ = socket.write_all(b"HTTP/1.1 204 No Content\r\n\r\n").await;
+                continue;
+            }
+            if head.starts_with("GET /browser/events") {
+                let n = streams.fetch_add(1, Ordering::SeqCst) + 1;
+                let _ = socket
+                    .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
+                    .await;
+                let _ = socket.flush().await;
+                tokio::time::sleep(silence).await;
+                let event = format!("data: {{\"id\":\"quiet-{n}\",\"tool\":\"update_plan\",\"args\":{{\"domains\":[\"example.com\"],\"approach\":[\"after the silence\"]}}}}\n\n");
+                let chunk = format!("{:x}\r\n{event}\r\n", event.len());
+                if socket.write_all(chunk.as_bytes()).await.is_err() {
+                    return;
+                }
+                let _ = socket.flush().await;
+                // Quiet again, for good.
+                let mut rest = [0u8; 1];
+                let _ = socket.read(&mut rest).await;
+                return;
+            }
+            let _ = socket
+                .write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n")
+                .await;
+        }
+    }
+}
+
+/// A command stream that stays silent (no keep-alive comments) for 100 s, more than twice the
+/// 45 s after which the extension used to drop it, then delivers a command: the extension held
+/// the one stream throughout (the backend saw exactly one stream request) and answers the
+/// command. (The issue asks for 5 minutes; 100 s proves the same bound gone.)
+#[tokio::test]
+async fn a_silent_sse_stream_is_kept() -> Result<()> {
+    browser_operator_e2e::init();
+    let silence = Duration::from_secs(100);
+    let mut server = silent_server::start(silence).await;
+    let browser = Browser::launch(BrowserOptions::default()).await?;
+    browser
+        .configure_transport("sse-http", &server.url, "quiet-token", None)
+        .await?;
+    browser.wait_status("connected", CONNECT).await?;
+    let body = tokio::time::timeout(silence + CONNECT, server.results.recv())
+        .await
+        .map_err(|_| browser_operator_e2e::Error::new("no result after the silence"))?
+        .expect("results channel");
+    let v: Value = serde_json::from_str(&body)?;
+    assert_eq!(v["commandId"], "quiet-1", "{v}");
+    assert!(
+        v["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or("")
+            .contains("after the silence"),
+        "{v}"
+    );
+    assert_eq!(
+        server.streams.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "the extension dropped the silent stream and opened another"
+    );
+    let status = browser.wait_status("connected", CONNECT).await?;
+    assert!(status.contains("sse-http"), "{status}");
+    Ok(())
+}
+
 /// The direct transport: code in the worker runs a command through the same dispatch, with no
 /// server at all.
 #[tokio::test]

@@ -1,12 +1,40 @@
 //! The coordinate space agents use: that of the tab's last screenshot. Each tab remembers the
 //! ratio of screenshot pixels to CSS pixels of its viewport; points going out (find) are scaled
 //! by it and points coming in (clicks) are mapped back. Before any screenshot the ratio is 1.
+//! The ratios are kept in chrome.storage.session too (written after the screenshot is
+//! answered, not before), so a restarted worker reads coordinates as the agent meant them.
 
-use std::cell::RefCell;
+use crate::chrome::storage::{self, Area};
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
+
+const SCALES_KEY: &str = "coordScales";
 
 thread_local! {
     static SCALE: RefCell<HashMap<i32, f64>> = RefCell::new(HashMap::new());
+    /// The stored ratios were read (once per worker start).
+    static LOADED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Reads the ratios a previous worker kept; at once after the first call.
+pub async fn load() {
+    if LOADED.with(|l| l.replace(true)) {
+        return;
+    }
+    let stored: HashMap<String, f64> = storage::get(Area::Session, SCALES_KEY)
+        .await
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    SCALE.with(|s| {
+        let mut s = s.borrow_mut();
+        for (tab, scale) in stored {
+            if let Ok(tab) = tab.parse::<i32>() {
+                // A screenshot taken meanwhile wins.
+                s.entry(tab).or_insert(scale);
+            }
+        }
+    });
 }
 
 /// Screenshot pixels per CSS pixel for the tab.
@@ -16,8 +44,33 @@ pub fn scale(tab: i32) -> f64 {
 
 pub fn set_scale(tab: i32, scale: f64) {
     if scale.is_finite() && scale > 0.0 {
-        SCALE.with(|s| s.borrow_mut().insert(tab, scale));
+        let changed = SCALE.with(|s| s.borrow_mut().insert(tab, scale)) != Some(scale);
+        if changed {
+            store();
+        }
     }
+}
+
+/// A tab closed: its ratio goes.
+pub fn forget(tab: i32) {
+    if SCALE.with(|s| s.borrow_mut().remove(&tab)).is_some() {
+        store();
+    }
+}
+
+/// Writes the ratios, off the caller's path.
+fn store() {
+    let all: HashMap<String, f64> = SCALE.with(|s| {
+        s.borrow()
+            .iter()
+            .map(|(t, v)| (t.to_string(), *v))
+            .collect()
+    });
+    wasm_bindgen_futures::spawn_local(async move {
+        if let Err(e) = storage::set(Area::Session, SCALES_KEY, &all).await {
+            crate::js::log(&format!("cannot keep the screenshot scales: {e}"));
+        }
+    });
 }
 
 /// A viewport point (CSS px) as the agent sees it (screenshot px), rounded.

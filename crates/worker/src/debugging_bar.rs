@@ -30,6 +30,9 @@ const BAR_KEPT_MS: f64 = 4_500.0;
 /// Waits in a row that saw no change before this browser counts as not showing the bar (e.g.
 /// `--silent-debugger-extension-api`): later attaches no longer wait for it.
 const QUIET_LIMIT: u32 = 3;
+/// A wait counts towards that only when its first reading came this soon after the attach or
+/// the tab's creation (before the earliest change seen, 46 ms).
+const EARLY_MS: f64 = 40.0;
 /// After a top-level navigation commits or loads, while the bar shows: how long the viewport may
 /// still move (the latest seen: 190 ms after the load event, 242 ms after the commit).
 const NAVIGATION_BOUND_MS: f64 = 300.0;
@@ -119,7 +122,8 @@ pub async fn after_attach(tab: i32, bar_shown: bool, attached_at: f64) {
     }
     // Another tab's attach a moment ago may have shown the bar; a new tab gets it late.
     let bar_due = BAR_DUE.with(Cell::get);
-    let young = CREATED.with(|c| c.borrow().get(&tab).map(|at| at + BOUND_MS));
+    let created = CREATED.with(|c| c.borrow().get(&tab).copied());
+    let young = created.map(|at| at + BOUND_MS);
     let deadline = young.unwrap_or(0.0).max(bar_due);
     if deadline <= now_ms() || QUIET.with(Cell::get) >= QUIET_LIMIT {
         return;
@@ -130,6 +134,13 @@ pub async fn after_attach(tab: i32, bar_shown: bool, attached_at: f64) {
     if !tabs::get(tab).await.is_ok_and(|t| t.active) {
         return;
     }
+    // What the bar's change follows: this attach, or the tab's creation.
+    let trigger = if may_show {
+        attached_at
+    } else {
+        created.unwrap_or(attached_at)
+    };
+    let early = now_ms() - trigger < EARLY_MS;
     match watch(tab, deadline).await {
         Some((before, after, at)) => {
             QUIET.with(|q| q.set(0));
@@ -142,6 +153,8 @@ pub async fn after_attach(tab: i32, bar_shown: bool, attached_at: f64) {
                 (at - attached_at).round()
             ));
         }
+        // Measured too late to tell (the change may have come before): proves nothing.
+        None if !early => {}
         None => {
             let quiet = QUIET.with(|q| {
                 q.set(q.get() + 1);

@@ -27,6 +27,8 @@ use wasm_bindgen_futures::spawn_local;
 #[wasm_bindgen]
 pub fn boot() {
     spawn_local(session::resume());
+    // Group tabs still attached from before a restart are recorded again at once.
+    spawn_local(observers::resume());
 }
 
 /// A `chrome.alarms` alarm: the backstop that reconnects after Chrome stopped the worker.
@@ -94,6 +96,13 @@ pub fn on_tab_created(tab: JsValue) {
     });
 }
 
+/// `chrome.tabs.onUpdated` with a `groupId` change: a tab that joins the automation group is
+/// recorded from now on; one that leaves it is no longer watched.
+#[wasm_bindgen(js_name = onTabGroupChanged)]
+pub fn on_tab_group_changed(tab: i32, group: i32) {
+    spawn_local(observers::group_changed(tab, group));
+}
+
 /// `chrome.tabs.onRemoved`: forget the closed tab's refs and recordings.
 #[wasm_bindgen(js_name = onTabRemoved)]
 pub fn on_tab_removed(tab: i32) {
@@ -101,6 +110,7 @@ pub fn on_tab_removed(tab: i32) {
     boundary::forget(tab);
     observers::forget(tab);
     tools::computer::screenshot::forget(tab);
+    coords::forget(tab);
     tools::read_page::forget(tab);
     cdp::on_detach(tab);
     idle::forget(tab);

@@ -99,8 +99,62 @@ fn with<R>(tab: i32, f: impl FnOnce(&mut Recording) -> R) -> R {
     TABS.with(|t| f(t.borrow_mut().entry(tab).or_default()))
 }
 
+thread_local! {
+    /// Tabs whose recording is being started: a second caller waits for the first.
+    static STARTING: RefCell<std::collections::HashSet<i32>> = RefCell::new(Default::default());
+}
+
+/// A tab's group changed (`chrome.tabs.onUpdated`): joining the automation group starts its
+/// recording now, not at its first command; leaving it detaches and forgets the recording.
+pub async fn group_changed(tab: i32, group: i32) {
+    let Ok(Some(ours)) = crate::group::find().await else {
+        return;
+    };
+    if group == ours {
+        if let Err(e) = observe(tab).await {
+            crate::js::log(&format!("recording tab {tab}, which joined the group: {e}"));
+        }
+    } else if cdp::is_attached(tab) {
+        crate::idle::detach(tab).await;
+        forget(tab);
+    }
+}
+
+/// At worker start: the group's tabs that the debugger is still attached to (a restart while
+/// they were recorded) are recorded again at once (console messages Chrome holds are replayed,
+/// the idle clock starts). Tabs detached for idleness stay so until a command.
+pub async fn resume() {
+    let Ok(Some(group)) = crate::group::find().await else {
+        return;
+    };
+    let attached = crate::chrome::debugger::attached_tabs()
+        .await
+        .unwrap_or_default();
+    for t in crate::group::tabs_of(group).await.unwrap_or_default() {
+        let Some(id) = t.id.filter(|id| attached.contains(id)) else {
+            continue;
+        };
+        if let Err(e) = observe(id).await {
+            crate::js::log(&format!("recording tab {id} again after a restart: {e}"));
+        }
+    }
+}
+
 /// Starts recording on a group tab (attach and enable the domains), once per debugger session.
 pub async fn observe(tab: i32) -> Result<(), String> {
+    // The tab joining the group and the command that put it there both ask: one starts it.
+    for _ in 0..200 {
+        if STARTING.with(|s| s.borrow_mut().insert(tab)) {
+            break;
+        }
+        crate::js::sleep_ms(20).await;
+    }
+    let started = start(tab).await;
+    STARTING.with(|s| s.borrow_mut().remove(&tab));
+    started
+}
+
+async fn start(tab: i32) -> Result<(), String> {
     if with(tab, |r| r.enabled) && cdp::is_attached(tab) {
         return Ok(());
     }

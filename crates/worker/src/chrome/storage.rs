@@ -15,6 +15,8 @@ extern "C" {
     async fn session_get(keys: &JsValue) -> Result<JsValue, JsValue>;
     #[wasm_bindgen(catch, js_namespace = ["chrome", "storage", "session"], js_name = set)]
     async fn session_set(items: &JsValue) -> Result<JsValue, JsValue>;
+    #[wasm_bindgen(catch, js_namespace = ["chrome", "storage", "session"], js_name = remove)]
+    async fn session_remove(keys: &JsValue) -> Result<JsValue, JsValue>;
 }
 
 #[derive(Clone, Copy)]
@@ -52,4 +54,19 @@ pub async fn set<T: Serialize + ?Sized>(area: Area, key: &str, value: &T) -> Res
     }
     .map(drop)
     .map_err(|e| storage_err("set", key, e))
+}
+
+/// Removes `keys` from session storage.
+pub async fn remove_session(keys: &[String]) -> Result<(), String> {
+    if keys.is_empty() {
+        return Ok(());
+    }
+    let list = js_sys::Array::new();
+    for k in keys {
+        list.push(&JsValue::from_str(k));
+    }
+    session_remove(&list)
+        .await
+        .map(drop)
+        .map_err(|e| storage_err("remove", &keys.join(","), e))
 }

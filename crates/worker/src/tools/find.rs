@@ -53,6 +53,7 @@ struct Hit {
 pub async fn run(args: Args) -> Result<ToolResult, String> {
     // Not a layout that Chrome's debugging bar is about to move.
     crate::debugging_bar::steady(args.tab_id).await;
+    crate::coords::load().await;
     let tab = args.tab_id;
     let query = args.query.trim().to_lowercase();
     if query.is_empty() {

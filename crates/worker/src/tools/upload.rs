@@ -25,7 +25,8 @@ pub struct Args {
 
 pub async fn run(args: Args) -> Result<ToolResult, String> {
     let tab = args.tab_id;
-    let img = screenshot::image(&args.image_id).ok_or_else(|| {
+    coords::load().await;
+    let img = screenshot::image(&args.image_id).await.ok_or_else(|| {
         format!(
             "Unknown imageId \"{}\": use the ID that a screenshot or zoom returned (the last few per tab are kept).",
             args.image_id

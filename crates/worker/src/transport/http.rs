@@ -137,11 +137,13 @@ impl BodyReader {
 }
 
 /// POSTs a result to `{serverUrl}{resultPath}`, retrying a failed POST (same commandId) a few
-/// times; a result that still can't be delivered goes back to the session's outbox.
-pub async fn post_result(config: ConnectionConfig, result: CommandResult) {
+/// times; a result that still can't be delivered goes back to the session's outbox. Returns
+/// `false` when no attempt reached the server at all (no HTTP answer): the backend is gone.
+pub async fn post_result(config: ConnectionConfig, result: CommandResult) -> bool {
     let url = config.result_url();
     let body = serde_json::to_string(&result).unwrap_or_default();
     let mut wait = 500;
+    let mut reached = false;
     for attempt in 1..=POST_ATTEMPTS {
         let sent = with_timeout(
             POST_TIMEOUT_MS,
@@ -149,15 +151,16 @@ pub async fn post_result(config: ConnectionConfig, result: CommandResult) {
             request(&config, &url, "application/json", Some(&body), None),
         )
         .await;
+        reached |= matches!(sent, Ok(Ok(_)));
         match sent {
-            Ok(Ok(r)) if (200..300).contains(&r.status) => return,
+            Ok(Ok(r)) if (200..300).contains(&r.status) => return true,
             // The server answered but refuses: retrying the same body won't help.
             Ok(Ok(r)) if r.status == 400 || r.status == 413 => {
                 crate::js::log(&format!(
                     "the server refused result {} (HTTP {})",
                     result.command_id, r.status
                 ));
-                return;
+                return true;
             }
             _ if attempt == POST_ATTEMPTS => break,
             _ => {
@@ -167,4 +170,5 @@ pub async fn post_result(config: ConnectionConfig, result: CommandResult) {
         }
     }
     session::undelivered(result);
+    reached
 }

@@ -9,6 +9,7 @@ use crate::js::{sleep_ms, with_timeout};
 use crate::session;
 use futures_channel::mpsc;
 use futures_util::future::{select, Either};
+use futures_util::FutureExt;
 use futures_util::StreamExt;
 use protocol::config::{LONG_POLL_WAIT_S, SHORT_POLL_INTERVAL_MS};
 use protocol::{Command, CommandResult, ConnectionConfig, Malformed};
@@ -80,7 +81,7 @@ async fn pump<T>(
         match select(fut, outgoing.next()).await {
             Either::Left((v, _)) => return Some(v),
             Either::Right((Some(result), rest)) => {
-                spawn_local(post_result(config.clone(), result));
+                spawn_local(post_result(config.clone(), result).map(drop));
                 fut = rest;
             }
             Either::Right((None, _)) => return None,

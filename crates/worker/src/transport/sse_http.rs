@@ -1,6 +1,14 @@
 //! The SSE + HTTP transport: `GET {commandPath}` read as an event stream from the fetch body
 //! (EventSource can't send the bearer header), commands as `data:` events, `event: disconnect`
 //! to stop; results POSTed to `{resultPath}`.
+//!
+//! A quiet stream is kept however long it is quiet: the protocol asks for no keep-alive
+//! comments, and a backend that sends none must not see the extension reconnect. A dead stream
+//! is told by what the connection itself says, without asking the backend for anything: the
+//! read fails or ends (the backend closed or reset it, the network changed), or a result POST
+//! gets no HTTP answer at all (the backend is unreachable): the stream is then dropped and made
+//! again. A backend that vanished without a word while nothing is posted is found at the next
+//! result.
 
 use super::http::{post_result, request, Abort};
 use super::Ended;
@@ -14,8 +22,6 @@ use protocol::{Command, CommandResult, ConnectionConfig};
 use wasm_bindgen_futures::spawn_local;
 
 const OPEN_TIMEOUT_MS: u32 = 10_000;
-/// The server sends a comment every 15 s; this long without a byte means the stream is dead.
-const SILENCE_MS: u32 = 45_000;
 
 pub async fn run(
     config: &ConnectionConfig,
@@ -52,20 +58,15 @@ pub async fn run(
     };
     on_auth();
     let mut decoder = SseDecoder::new();
+    // Result POSTs that got no HTTP answer at all say the backend is gone.
+    let (unreachable_tx, mut unreachable) = mpsc::unbounded::<()>();
     // A pending read is kept across results sent meanwhile: dropping it would lose its chunk.
-    let mut read = Box::pin(with_timeout(
-        SILENCE_MS,
-        "Waiting on the command stream",
-        reader.next(),
-    ));
+    let mut read = Box::pin(reader.next());
     loop {
-        let event = match select(read, outgoing.next()).await {
+        let others = select(outgoing.next(), unreachable.next());
+        let event = match select(read, others).await {
             Either::Left((r, _)) => {
-                read = Box::pin(with_timeout(
-                    SILENCE_MS,
-                    "Waiting on the command stream",
-                    reader.next(),
-                ));
+                read = Box::pin(reader.next());
                 Either::Left(r)
             }
             Either::Right((out, pending)) => {
@@ -74,16 +75,29 @@ pub async fn run(
             }
         };
         match event {
-            Either::Right(Some(result)) => spawn_local(post_result(config.clone(), result)),
-            Either::Right(None) => return Ended::Stopped,
-            Either::Left(Err(e)) => return super::lost(true, format!("{e}; reconnecting")),
-            Either::Left(Ok(Err(e))) => {
+            Either::Right(Either::Left((Some(result), _))) => {
+                let (config, gone) = (config.clone(), unreachable_tx.clone());
+                spawn_local(async move {
+                    if !post_result(config, result).await {
+                        let _ = gone.unbounded_send(());
+                    }
+                });
+            }
+            Either::Right(Either::Left((None, _))) => return Ended::Stopped,
+            Either::Right(Either::Right(_)) => {
+                let results = config.result_url();
+                return super::lost(
+                    true,
+                    format!("{results} does not answer (a result could not be posted): the backend is unreachable, so the command stream is made again"),
+                );
+            }
+            Either::Left(Err(e)) => {
                 return super::lost(true, format!("The command stream from {url} broke: {e}"))
             }
-            Either::Left(Ok(Ok(None))) => {
+            Either::Left(Ok(None)) => {
                 return super::lost(true, format!("{url} ended the command stream"))
             }
-            Either::Left(Ok(Ok(Some(chunk)))) => {
+            Either::Left(Ok(Some(chunk))) => {
                 let events = match decoder.push(&chunk) {
                     Ok(e) => e,
                     Err(e) => return super::lost(true, e.to_string()),

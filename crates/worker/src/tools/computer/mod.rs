@@ -46,6 +46,7 @@ pub struct Args {
 pub async fn run(args: Args) -> Result<ToolResult, String> {
     // Not a layout that Chrome's debugging bar is about to move.
     crate::debugging_bar::steady(args.tab_id).await;
+    crate::coords::load().await;
     let tab = args.tab_id;
     let text = |t: String| Ok(ToolResult::text(t));
     match args.action.as_str() {

@@ -1,11 +1,15 @@
 //! Screenshots: the viewport captured in CSS pixels, scaled down to the image budget, JPEG or PNG
 //! whichever is smaller; `zoom` captures a region at full resolution. The tab remembers the
-//! screenshot/viewport ratio (coords) and each image is kept under an id for upload_image.
+//! screenshot/viewport ratio (coords) and each image is kept under an id for upload_image: the
+//! last 10 per tab in memory, and the newest within 3 MB (all tabs) in chrome.storage.session,
+//! written after the screenshot is answered, so upload_image finds them after a worker restart.
 
 use crate::cdp;
+use crate::chrome::storage::{self, Area};
 use crate::chrome::tabs::{self, UpdateProperties};
 use crate::coords;
 use protocol::ContentBlock;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
@@ -17,6 +21,11 @@ const MAX_PIXELS: f64 = 1568.0 * 28.0 * 28.0;
 /// Images kept per tab for upload_image.
 const KEPT_PER_TAB: usize = 10;
 const JPEG_QUALITY: u32 = 80;
+/// Bytes of base64 image data kept in chrome.storage.session (10 MB in all, shared with the
+/// results outbox): the newest images fit, older ones are dropped from storage (still in memory
+/// while the worker runs).
+const STORED_BYTES: usize = 3 << 20;
+const STORED_INDEX_KEY: &str = "keptImages";
 
 pub struct Image {
     pub data: String,
@@ -26,6 +35,91 @@ pub struct Image {
 thread_local! {
     static NEXT_IMAGE: Cell<u32> = const { Cell::new(1) };
     static IMAGES: RefCell<HashMap<i32, VecDeque<(String, Image)>>> = RefCell::new(HashMap::new());
+    /// What chrome.storage.session holds, oldest first; `None` until read.
+    static STORED: RefCell<Option<Vec<StoredImage>>> = const { RefCell::new(None) };
+    /// One writer at a time, so the stored index never goes back.
+    static WRITER: std::rc::Rc<futures_util::lock::Mutex<()>> = std::rc::Rc::default();
+}
+
+#[derive(Clone, Serialize, Deserialize)]
+struct StoredImage {
+    id: String,
+    tab: i32,
+    mime: String,
+    bytes: usize,
+    /// The number in the id: a restarted worker numbers on from the highest.
+    n: u32,
+}
+
+#[derive(Serialize, Deserialize)]
+struct StoredData {
+    mime: String,
+    data: String,
+}
+
+fn data_key(id: &str) -> String {
+    format!("keptImage:{id}")
+}
+
+/// The stored index, read once per worker start (and image numbers go on after it).
+async fn stored_index() -> Vec<StoredImage> {
+    if let Some(list) = STORED.with(|s| s.borrow().clone()) {
+        return list;
+    }
+    let list: Vec<StoredImage> = storage::get(Area::Session, STORED_INDEX_KEY)
+        .await
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    let next = list.iter().map(|i| i.n + 1).max().unwrap_or(1);
+    NEXT_IMAGE.with(|n| n.set(n.get().max(next)));
+    STORED.with(|s| {
+        let mut s = s.borrow_mut();
+        if s.is_none() {
+            *s = Some(list);
+        }
+        s.clone().unwrap_or_default()
+    })
+}
+
+/// Keeps the image in session storage within the byte bound, dropping the oldest.
+async fn store_image(tab: i32, id: String, n: u32, mime: &'static str, data: String) {
+    let lock = WRITER.with(std::rc::Rc::clone);
+    let _one = lock.lock().await;
+    let mut list = stored_index().await;
+    let bytes = data.len();
+    if bytes > STORED_BYTES {
+        return;
+    }
+    list.push(StoredImage {
+        id: id.clone(),
+        tab,
+        mime: mime.into(),
+        bytes,
+        n,
+    });
+    let mut dropped = Vec::new();
+    while list.iter().map(|i| i.bytes).sum::<usize>() > STORED_BYTES {
+        dropped.push(data_key(&list.remove(0).id));
+    }
+    // Dropped first, so the bound holds at every step.
+    let _ = storage::remove_session(&dropped).await;
+    let stored = StoredData {
+        mime: mime.into(),
+        data,
+    };
+    if let Err(e) = storage::set(Area::Session, &data_key(&id), &stored).await {
+        crate::js::log(&format!("cannot keep image {id} across a restart: {e}"));
+        list.retain(|i| i.id != id);
+    }
+    write_index(list).await;
+}
+
+async fn write_index(list: Vec<StoredImage>) {
+    STORED.with(|s| *s.borrow_mut() = Some(list.clone()));
+    if let Err(e) = storage::set(Area::Session, STORED_INDEX_KEY, &list).await {
+        crate::js::log(&format!("cannot keep the image index: {e}"));
+    }
 }
 
 /// The viewport's CSS size, scroll offset and device pixel ratio.
@@ -132,13 +226,22 @@ async fn capture_best(
     })
 }
 
-fn keep(tab: i32, image: &Image) -> String {
-    let id = NEXT_IMAGE.with(|n| {
+async fn keep(tab: i32, image: &Image) -> String {
+    // Numbers go on after those a previous worker stored.
+    stored_index().await;
+    let n = NEXT_IMAGE.with(|n| {
         let id = n.get();
         n.set(id + 1);
         id
     });
-    let id = format!("ss_{tab}_{id}");
+    let id = format!("ss_{tab}_{n}");
+    wasm_bindgen_futures::spawn_local(store_image(
+        tab,
+        id.clone(),
+        n,
+        image.mime,
+        image.data.clone(),
+    ));
     IMAGES.with(|m| {
         let mut m = m.borrow_mut();
         let list = m.entry(tab).or_default();
@@ -156,9 +259,9 @@ fn keep(tab: i32, image: &Image) -> String {
     id
 }
 
-/// A kept image, by id.
-pub fn image(id: &str) -> Option<Image> {
-    IMAGES.with(|m| {
+/// A kept image, by id: from memory, else from what a previous worker stored.
+pub async fn image(id: &str) -> Option<Image> {
+    let kept = IMAGES.with(|m| {
         m.borrow()
             .values()
             .flatten()
@@ -167,11 +270,43 @@ pub fn image(id: &str) -> Option<Image> {
                 data: img.data.clone(),
                 mime: img.mime,
             })
+    });
+    if kept.is_some() {
+        return kept;
+    }
+    let stored: StoredData = storage::get(Area::Session, &data_key(id))
+        .await
+        .ok()
+        .flatten()?;
+    Some(Image {
+        data: stored.data,
+        mime: if stored.mime == "image/png" {
+            "image/png"
+        } else {
+            "image/jpeg"
+        },
     })
 }
 
+/// A tab closed: its images go, from memory and storage.
 pub fn forget(tab: i32) {
     IMAGES.with(|m| m.borrow_mut().remove(&tab));
+    wasm_bindgen_futures::spawn_local(async move {
+        let lock = WRITER.with(std::rc::Rc::clone);
+        let _one = lock.lock().await;
+        let mut list = stored_index().await;
+        let gone: Vec<String> = list
+            .iter()
+            .filter(|i| i.tab == tab)
+            .map(|i| data_key(&i.id))
+            .collect();
+        if gone.is_empty() {
+            return;
+        }
+        list.retain(|i| i.tab != tab);
+        let _ = storage::remove_session(&gone).await;
+        write_index(list).await;
+    });
 }
 
 fn kind(mime: &str) -> &'static str {
@@ -199,7 +334,7 @@ pub async fn screenshot(tab: i32) -> Result<Vec<ContentBlock>, String> {
     .await?;
     let (w, h) = image_size(&img).ok_or("the captured image could not be read")?;
     coords::set_scale(tab, f64::from(w) / vp.width);
-    let id = keep(tab, &img);
+    let id = keep(tab, &img).await;
     Ok(vec![
         ContentBlock::text(format!(
             "Successfully captured screenshot ({w}x{h}, {}) - ID: {id}",
@@ -235,7 +370,7 @@ pub async fn zoom(tab: i32, region: [f64; 4]) -> Result<Vec<ContentBlock>, Strin
     let scale = vp.dpr * budget_scale(w * vp.dpr, h * vp.dpr);
     let img = capture_best(tab, vp.scroll_x + x0, vp.scroll_y + y0, w, h, scale, vp.dpr).await?;
     let (iw, ih) = image_size(&img).ok_or("the captured image could not be read")?;
-    let id = keep(tab, &img);
+    let id = keep(tab, &img).await;
     Ok(vec![
         ContentBlock::text(format!(
             "Successfully captured zoomed screenshot of region ({},{}) to ({},{}) - {iw}x{ih} pixels - ID: {id}",
