@@ -267,7 +267,7 @@ async fn fuzz_http_requests_are_each_answered_and_the_server_keeps_serving() {
             ),
         }
         inputs += 1;
-        if inputs % 50 == 0 {
+        if inputs.is_multiple_of(50) {
             still_serving(addr).await;
         }
     }
@@ -472,7 +472,7 @@ async fn fuzz_mcp_requests_are_each_answered() {
             String::from_utf8_lossy(&body)
         );
         inputs += 1;
-        if inputs % 50 == 0 {
+        if inputs.is_multiple_of(50) {
             still_serving(addr).await;
         }
     }
