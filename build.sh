@@ -9,6 +9,7 @@
 #   ./build.sh soak      commands under faults over every transport (SOAK_COMMANDS=10000 each)
 #   ./build.sh brand     apply brand.json (name, icons, version) to manifest.json
 #   ./build.sh package   the Chrome Web Store zip in dist/, checked to load in Chromium
+#   ./build.sh fuzz      every fuzz target for FUZZ_SECONDS each (default 60; FUZZ_SEED replays)
 set -euo pipefail
 cd "$(dirname "$0")"
 ROOT=$(pwd)
@@ -223,6 +224,21 @@ lint() {
   cargo clippy -p browser-operator-worker -p browser-operator-sandbox --target wasm32-unknown-unknown -- -D warnings
 }
 
+# The fuzz targets are ordinary tests (a quick pass in `test`); here each runs FUZZ_SECONDS.
+fuzz() {
+  local secs="${FUZZ_SECONDS:-60}" log status=0
+  say "fuzzing: ${secs} s per target (FUZZ_SECONDS); the inputs are a function of FUZZ_SEED"
+  log=$(mktemp)
+  FUZZ_SECONDS="$secs" cargo test --release -p browser-operator-protocol --lib fuzz_ -- --nocapture --test-threads=1 >"$log" 2>&1 || status=1
+  FUZZ_SECONDS="$secs" cargo test --release -p browser-operator-server --test fuzz -- --nocapture --test-threads=1 >>"$log" 2>&1 || status=1
+  grep -oE 'fuzz [a-z -]+: [0-9]+ inputs.*|^  statuses.*|panicked.*|^test result.*' "$log" || true
+  if [ "$status" != 0 ]; then
+    echo "a fuzz target failed (replay with the FUZZ_SEED it printed); the whole log: $log" >&2
+    exit 1
+  fi
+  rm -f "$log"
+}
+
 cmd="${1:-help}"
 case "$cmd" in
   setup) setup_rust; setup_chromium; setup_xvfb ;;
@@ -230,6 +246,7 @@ case "$cmd" in
   brand) apply_brand ;;
   package) setup_rust; setup_chromium; package ;;
   lint) setup_rust; lint ;;
+  fuzz) setup_rust; fuzz ;;
   test)
     setup_rust; setup_chromium; setup_xvfb; setup_nextest || true
     build_worker; build_server

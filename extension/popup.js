@@ -28,6 +28,12 @@ function showOffer(offer) {
   $("offer-server").textContent = offer.serverUrl;
   $("offer-transport").textContent = TRANSPORTS[offer.transport] ?? offer.transport;
   $("offer-error").textContent = "";
+  // Offers from other pages that came while this one waited: named, not silently dropped.
+  const others = offer.alsoOffered ?? [];
+  $("offer-also").hidden = !offer.refusedCount;
+  $("offer-also").textContent = offer.refusedCount
+    ? `While this offer waited, ${offer.refusedCount} other offer(s) came from ${others.join(", ")}${others.length >= 4 ? " (and possibly more pages)" : ""} and were not kept. If you meant one of those, dismiss this one and pair again from that page.`
+    : "";
   $("accept").focus();
 }
 

@@ -20,3 +20,9 @@ pub use config::{ConfigError, ConnectionConfig, Transport, TRANSPORTS};
 pub use frames::{ExtensionFrame, ServerFrame, CLOSE_TARGET_TAKEN, CLOSE_UNAUTHORIZED};
 pub use message::{Command, CommandResult, ContentBlock, Malformed, Outcome, ToolResult};
 pub use pairing::{PairOffer, ParkedOffer};
+
+#[cfg(test)]
+mod fuzz_tests;
+/// The fuzz tests' random driver (the `fuzz` feature, and this crate's own tests).
+#[cfg(any(test, feature = "fuzz"))]
+pub mod fuzzing;

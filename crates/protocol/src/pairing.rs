@@ -35,6 +35,37 @@ pub struct ParkedOffer {
     pub origin: String,
     /// Milliseconds since the epoch.
     pub received_at: f64,
+    /// Other origins whose offers came while this one waited for the person's decision, and
+    /// were not kept (at most [`MAX_ALSO_OFFERED`] are named); shown with this offer.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub also_offered: Vec<String>,
+    /// How many offers from other origins were not kept while this one waited.
+    #[serde(default)]
+    pub refused_count: u32,
+}
+
+/// Origins named as "also offered" with a parked offer.
+pub const MAX_ALSO_OFFERED: usize = 4;
+/// A parked offer older than this no longer holds its place against another page's offer.
+pub const OFFER_HOLD_MS: f64 = 5.0 * 60_000.0;
+
+impl ParkedOffer {
+    /// Whether an offer from `origin` arriving at `now` takes this one's place. The same page
+    /// may replace its own offer (a reload, a new token); another page may not while this one
+    /// is fresh, so a flood from one tab can't swap the server under the person's click.
+    pub fn yields_to(&self, origin: &str, now: f64) -> bool {
+        self.origin == origin || now - self.received_at >= OFFER_HOLD_MS || now < self.received_at
+    }
+
+    /// Notes an offer from `origin` that was not kept.
+    pub fn note_refused(&mut self, origin: &str) {
+        self.refused_count = self.refused_count.saturating_add(1);
+        if !self.also_offered.iter().any(|o| o == origin)
+            && self.also_offered.len() < MAX_ALSO_OFFERED
+        {
+            self.also_offered.push(origin.to_string());
+        }
+    }
 }
 
 fn err(field: &'static str, message: impl Into<String>) -> ConfigError {
@@ -158,6 +189,31 @@ mod tests {
             "brand"
         );
         assert_eq!(field(json!({"config": ok, "brand": "Evil"})), "brand");
+    }
+
+    #[test]
+    fn a_fresh_offer_holds_its_place_against_other_pages() {
+        let offer = PairOffer::parse(&json!({"config": {"transport": "websocket", "serverUrl": "ws://127.0.0.1:1/ws", "token": "t"}})).unwrap();
+        let mut parked = ParkedOffer {
+            offer,
+            origin: "https://good.example".into(),
+            received_at: 1_000.0,
+            also_offered: Vec::new(),
+            refused_count: 0,
+        };
+        assert!(parked.yields_to("https://good.example", 2_000.0));
+        assert!(!parked.yields_to("https://evil.example", 2_000.0));
+        assert!(parked.yields_to("https://evil.example", 1_000.0 + OFFER_HOLD_MS));
+        assert!(
+            parked.yields_to("https://evil.example", 0.0),
+            "a clock that went back"
+        );
+        for i in 0..10 {
+            parked.note_refused(&format!("https://evil{}.example", i % 6));
+        }
+        assert_eq!(parked.refused_count, 10);
+        assert_eq!(parked.also_offered.len(), MAX_ALSO_OFFERED);
+        assert_eq!(parked.also_offered[0], "https://evil0.example");
     }
 
     #[test]

@@ -53,13 +53,13 @@ impl SseDecoder {
     /// Feeds a chunk; returns the events it completed.
     pub fn push(&mut self, mut chunk: &[u8]) -> Result<Vec<SseEvent>, SseError> {
         let mut out = Vec::new();
-        if self.after_cr {
+        // Only the first byte after a CR can be its LF: once a byte arrived (even an LF
+        // that was dropped), the CR is settled, or a later LF would be dropped too.
+        if self.after_cr && !chunk.is_empty() {
             if let Some(rest) = chunk.strip_prefix(b"\n") {
                 chunk = rest;
             }
-            if !chunk.is_empty() {
-                self.after_cr = false;
-            }
+            self.after_cr = false;
         }
         let mut start = 0;
         for (i, &b) in chunk.iter().enumerate() {

@@ -38,6 +38,8 @@ struct OfferView {
     server_url: String,
     transport: &'static str,
     target: Option<String>,
+    also_offered: Vec<String>,
+    refused_count: u32,
 }
 
 #[derive(Serialize)]
@@ -186,6 +188,8 @@ pub async fn handle(message: JsValue, sender: JsValue) -> JsValue {
                 server_url: p.offer.config.server_url,
                 transport: p.offer.config.transport.as_str(),
                 target: p.offer.config.target,
+                also_offered: p.also_offered,
+                refused_count: p.refused_count,
             });
             to_js(&serde_json::json!({ "offer": view })).unwrap_or(JsValue::NULL)
         }

@@ -1,16 +1,19 @@
 //! One-click pairing in the worker: offers relayed by the content script are validated again,
-//! rate-limited per origin, and only the latest is parked (chrome.storage.session) with a badge
+//! rate-limited per origin, and one is parked (a page may replace its own; another page's waits
+//! until the person decides or the offer is 5 minutes old, and is named with it) (chrome.storage.session) with a badge
 //! on the toolbar icon. Nothing is applied until the user clicks Accept in the popup.
 
 use crate::chrome::action;
 use crate::chrome::storage::{self, Area};
 use crate::js::{log, now_ms};
 use crate::session;
+use futures_util::lock::Mutex;
 use protocol::pairing::is_web_origin;
 use protocol::{ConfigError, PairOffer, ParkedOffer};
 use serde_json::Value;
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::rc::Rc;
 
 const OFFER_KEY: &str = "pairOffer";
 /// At most this many offers per origin per minute are parked; more are dropped.
@@ -18,6 +21,9 @@ const OFFERS_PER_MINUTE: usize = 10;
 
 thread_local! {
     static RECENT: RefCell<HashMap<String, Vec<f64>>> = RefCell::new(HashMap::new());
+    /// Offers are handled one at a time: each reads, changes and writes the parked offer, and
+    /// a page posts many at once.
+    static ONE_AT_A_TIME: Rc<Mutex<()>> = Rc::new(Mutex::new(()));
 }
 
 /// Whether `origin` may park another offer now (and counts it).
@@ -49,13 +55,30 @@ pub async fn offer(message: &Value, sender_origin: &str) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     if !allowed(sender_origin) {
         return Err(format!(
-            "too many offers from {sender_origin}; try again in a minute"
+            "too many offers from {sender_origin} (at most {OFFERS_PER_MINUTE} a minute); try again in a minute"
         ));
+    }
+    let lock = ONE_AT_A_TIME.with(Rc::clone);
+    let _turn = lock.lock().await;
+    let now = now_ms();
+    // A fresh offer from another page keeps its place until the person decides: a flood from
+    // one tab can't swap the server shown under the person's click. The refused page is named
+    // with the waiting offer, so nothing is dropped silently.
+    if let Some(mut current) = parked().await {
+        if !current.yields_to(sender_origin, now) {
+            current.note_refused(sender_origin);
+            storage::set(Area::Session, OFFER_KEY, &current).await?;
+            return Err(format!(
+                "another page's offer is waiting for the person's decision; {sender_origin}'s was not kept"
+            ));
+        }
     }
     let parked = ParkedOffer {
         offer,
         origin: sender_origin.to_string(),
-        received_at: now_ms(),
+        received_at: now,
+        also_offered: Vec::new(),
+        refused_count: 0,
     };
     storage::set(Area::Session, OFFER_KEY, &parked).await?;
     let brand = crate::brand::brand();
