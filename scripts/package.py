@@ -4,8 +4,8 @@
 Starts from manifest.json (background service worker, content scripts, web-accessible resources,
 the options and popup pages, icons), then follows what each file loads: an HTML page's
 <script src>, <link href> and <img src> (and links to other extension pages), a JavaScript
-module's static and dynamic imports and `new URL("...", import.meta.url)` (how the worker and
-the sandbox load their wasm), and a CSS file's url(...). Every path must exist inside the
+module's static and dynamic imports, `new URL("...", import.meta.url)` (how the worker and
+the sandbox load their wasm) and `chrome.runtime.getURL("...")` (the watchdog's offscreen page), and a CSS file's url(...). Every path must exist inside the
 extension folder, or the package fails naming the file that refers to it.
 
   python3 scripts/package.py list [ROOT]        the files, one a line (relative to ROOT)
@@ -23,6 +23,8 @@ from pathlib import Path, PurePosixPath
 JS_IMPORT = re.compile(
     r"""(?:\bimport\s*(?:[\w$*{}\s,]+\s*from\s*)?|\bexport\s*[\w$*{}\s,]*\s*from\s*|\bimport\s*\(\s*)["']([^"']+)["']"""
 )
+# chrome.runtime.getURL("extension/watchdog.html"): a path from the extension's root.
+RUNTIME_URL = re.compile(r"""\bchrome\.runtime\.getURL\(\s*["']([^"']+)["']\s*\)""")
 JS_URL = re.compile(r"""new\s+URL\(\s*["']([^"']+)["']\s*,\s*import\.meta\.url\s*\)""")
 HTML_REF = re.compile(r"""<(?:script|img|link|a|iframe|source)\b[^>]*?\b(?:src|href)\s*=\s*["']([^"']+)["']""", re.I)
 CSS_URL = re.compile(r"""url\(\s*["']?([^"')]+)["']?\s*\)""")
@@ -88,7 +90,7 @@ def refs(root: Path, rel: PurePosixPath) -> list:
         # Comments can name paths that are not loaded.
         code = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
         code = re.sub(r"(^|[^:\"'])//[^\n]*", r"\1", code)
-        return JS_IMPORT.findall(code) + JS_URL.findall(code)
+        return JS_IMPORT.findall(code) + JS_URL.findall(code) + ["/" + r.lstrip("/") for r in RUNTIME_URL.findall(code)]
     if rel.suffix in (".html", ".htm"):
         text = re.sub(r"<!--.*?-->", "", text, flags=re.S)
         return HTML_REF.findall(text)
