@@ -231,7 +231,7 @@ fuzz() {
   log=$(mktemp)
   FUZZ_SECONDS="$secs" cargo test --release -p browser-operator-protocol --lib fuzz_ -- --nocapture --test-threads=1 >"$log" 2>&1 || status=1
   FUZZ_SECONDS="$secs" cargo test --release -p browser-operator-server --test fuzz -- --nocapture --test-threads=1 >>"$log" 2>&1 || status=1
-  grep -oE 'fuzz [a-z -]+: [0-9]+ inputs.*|^  statuses.*|panicked.*|^test result.*' "$log" || true
+  grep -aoE 'fuzz [a-z -]+: [0-9]+ inputs.*|^  statuses.*|panicked.*|^test result.*' "$log" || true
   if [ "$status" != 0 ]; then
     echo "a fuzz target failed (replay with the FUZZ_SEED it printed); the whole log: $log" >&2
     exit 1
