@@ -158,11 +158,6 @@ on_each_transport!(survives_server_restarts =>
     short_polling_survives_server_restarts = "http-short-poll",
 );
 
-/// When the browser's current connection was made (ms since the epoch), per the server.
-async fn connected_at(backend: &Backend) -> Result<Option<u64>> {
-    Ok(backend.status().await?["browsers"][0]["connectedAt"].as_u64())
-}
-
 /// Waits, without waking the worker, until the server sees a new connection attempt (more than
 /// `before`) and the browser is registered again; the time it took.
 async fn wait_reconnected(backend: &Backend, before: u64, timeout: Duration) -> Result<Duration> {
@@ -336,31 +331,6 @@ async fn the_users_disconnect_sticks() -> Result<()> {
     // The server forgets a polling browser after its lease.
     backend.wait_browsers(0, CONNECT).await?;
     stays_disconnected(&backend, &browser, "http-short-poll").await
-}
-
-/// Five quiet minutes over SSE (stream data does not keep a worker alive): still connected,
-/// the same worker, no reconnect, and a command works.
-#[tokio::test]
-async fn an_idle_connection_holds_for_five_minutes() -> Result<()> {
-    let (_fixtures, backend, browser) = connected_over("sse-http").await?;
-    let (_, group) = backend.first_tab().await?;
-    let worker = browser.worker_target().await?.expect("a worker").id;
-    let since = connected_at(&backend).await?;
-    tokio::time::sleep(Duration::from_secs(300)).await;
-    assert_eq!(
-        browser.worker_target().await?.map(|t| t.id),
-        Some(worker),
-        "the worker was stopped while idle"
-    );
-    assert_eq!(
-        connected_at(&backend).await?,
-        since,
-        "the connection was remade"
-    );
-    let (_, again) = backend.first_tab().await?;
-    assert_eq!(again, group);
-    browser.wait_status("connected", CONNECT).await?;
-    Ok(())
 }
 
 /// 200 commands in flight across 4 tabs: all answered, each tab's commands one at a time.
@@ -627,20 +597,23 @@ mod silent_server {
     }
 }
 
-/// A command stream that stays silent (no keep-alive comments) for 100 s, more than twice the
-/// 45 s after which the extension used to drop it, then delivers a command: the extension held
-/// the one stream throughout (the backend saw exactly one stream request) and answers the
-/// command. (The issue asks for 5 minutes; 100 s proves the same bound gone.)
+/// Five quiet minutes over SSE from a backend that sends nothing at all (no keep-alive
+/// comments: the protocol asks for none, and the extension used to drop a stream silent for
+/// 45 s), then a command: the same worker held the one stream throughout (the backend saw
+/// exactly one stream request; stream data does not keep a worker alive, the session's
+/// keep-alive does) and answers the command.
 #[tokio::test]
 async fn a_silent_sse_stream_is_kept() -> Result<()> {
     browser_operator_e2e::init();
-    let silence = Duration::from_secs(100);
+    let silence = Duration::from_secs(300);
     let mut server = silent_server::start(silence).await;
     let browser = Browser::launch(BrowserOptions::default()).await?;
     browser
         .configure_transport("sse-http", &server.url, "quiet-token", None)
         .await?;
     browser.wait_status("connected", CONNECT).await?;
+    let worker = browser.worker_target().await?.map(|t| t.id);
+    assert!(worker.is_some(), "no worker");
     let body = tokio::time::timeout(silence + CONNECT, server.results.recv())
         .await
         .map_err(|_| browser_operator_e2e::Error::new("no result after the silence"))?
@@ -658,6 +631,11 @@ async fn a_silent_sse_stream_is_kept() -> Result<()> {
         server.streams.load(std::sync::atomic::Ordering::SeqCst),
         1,
         "the extension dropped the silent stream and opened another"
+    );
+    assert_eq!(
+        browser.worker_target().await?.map(|t| t.id),
+        worker,
+        "the worker was stopped during the silence"
     );
     let status = browser.wait_status("connected", CONNECT).await?;
     assert!(status.contains("sse-http"), "{status}");
