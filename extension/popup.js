@@ -37,11 +37,21 @@ function showOffer(offer) {
   $("accept").focus();
 }
 
+// Answers to getOffer can arrive out of order (an offer parked while the page loads sends a
+// second request that may beat the first): only an answer to a later request than the one
+// shown is shown.
+let offerAsked = 0;
+let offerShown = 0;
+async function refreshOffer() {
+  const asked = ++offerAsked;
+  const { offer } = await chrome.runtime.sendMessage({ type: "getOffer" });
+  if (asked < offerShown) return;
+  offerShown = asked;
+  showOffer(offer);
+}
+
 async function load() {
-  const [state, { offer }] = await Promise.all([
-    chrome.runtime.sendMessage({ type: "getState" }),
-    chrome.runtime.sendMessage({ type: "getOffer" }),
-  ]);
+  const [state] = await Promise.all([chrome.runtime.sendMessage({ type: "getState" }), refreshOffer()]);
   $("product").textContent = state.productName;
   document.title = state.productName;
   // A change seen while getState was in flight is newer than its snapshot.
@@ -49,7 +59,6 @@ async function load() {
   const target = state.config?.target;
   $("target-line").hidden = !target;
   $("target").textContent = target ?? "";
-  showOffer(offer);
   document.body.dataset.ready = "true";
 }
 
@@ -95,7 +104,7 @@ chrome.storage.onChanged.addListener((changes, area) => {
     statusChanged = true;
     showStatus(changes.status.newValue);
   }
-  if (changes.pairOffer) chrome.runtime.sendMessage({ type: "getOffer" }).then(({ offer }) => showOffer(offer));
+  if (changes.pairOffer) refreshOffer();
 });
 
 load();

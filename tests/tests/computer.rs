@@ -770,7 +770,7 @@ async fn resize_follows(
         let out = backend
             .text(
                 "resize_window",
-                json!({"tabId": tab, "width": w, "height": h}),
+                json!({"tabId": tab, "width": w as i64, "height": h as i64}),
             )
             .await?;
         let (vw, vh) = viewport(&backend, tab).await?;
@@ -893,7 +893,8 @@ async fn an_attached_tab_is_detached_after_a_worker_restart() -> Result<()> {
         json!(1),
         "the backstop alarm runs while a tab is attached"
     );
-    drop(worker);
+    // A test's session on the worker would keep its target across the stop.
+    worker.detach().await?;
     browser.stop_worker().await?;
     // Any extension event wakes it: the Options page asks for the state.
     browser.options_page().await?.close().await?;
