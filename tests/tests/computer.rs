@@ -372,6 +372,14 @@ async fn mouse_keyboard_scroll_zoom_and_upload() -> Result<()> {
         )
         .await?;
     assert!(out.contains("via file input"), "{out}");
+    // Setting the input may have scrolled it into view: bring the drop zone into the viewport,
+    // as an agent would after a screenshot, before dropping at its point.
+    js(
+        &backend,
+        tab,
+        "document.getElementById('drop').scrollIntoView({block: 'center'}); 'ok'",
+    )
+    .await?;
     let (px, py) = centre(&backend, tab, "drop").await?;
     backend
         .text(
