@@ -88,20 +88,9 @@ pub fn parse_args(text: &str) -> Result<Map<String, Value>, String> {
         Ok(Value::Object(map)) => Ok(map),
         Ok(other) => Err(format!(
             "The arguments must be a JSON object like '{{\"tabId\": 1}}', not {}.",
-            kind(&other)
+            protocol::message::kind(&other)
         )),
         Err(e) => Err(format!("The arguments are not valid JSON ({e}).")),
-    }
-}
-
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 
