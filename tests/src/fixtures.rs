@@ -240,6 +240,31 @@ fn not_found() -> (Vec<u8>, Vec<u8>) {
     )
 }
 
+/// One HTTP/1.1 request read from `socket` by a backend of a test's own: its head (request line
+/// and headers) and its body (by `Content-Length`); `None` once the connection ends.
+pub async fn read_http_request(socket: &mut TcpStream) -> Option<(String, Vec<u8>)> {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        match socket.read(&mut byte).await {
+            Ok(1) => head.push(byte[0]),
+            _ => return None,
+        }
+    }
+    let head = String::from_utf8_lossy(&head).to_string();
+    let length = head
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case("content-length")
+                .then(|| v.trim().parse::<usize>().ok())?
+        })
+        .unwrap_or(0);
+    let mut body = vec![0u8; length];
+    socket.read_exact(&mut body).await.ok()?;
+    Some((head, body))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -28,7 +28,7 @@ pub use browser::{js_string, Browser, BrowserOptions, Page, Session, TargetInfo}
 pub use cdp::{wait_event_on, Cdp, Event};
 pub use display::VirtualDisplay;
 pub use error::{Error, Result, ResultExt};
-pub use fixtures::{percent_encode, FixtureServer};
+pub use fixtures::{percent_encode, read_http_request, FixtureServer};
 
 /// The repository root, which is also the unpacked extension folder.
 pub fn repo_root() -> PathBuf {

@@ -412,7 +412,7 @@ mod raw {
     use std::collections::VecDeque;
     use std::sync::{Arc, Mutex};
     use std::time::{Duration, Instant};
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::io::AsyncWriteExt;
     use tokio::net::{TcpListener, TcpStream};
     use tokio::sync::mpsc;
     use tokio_tungstenite::tungstenite::Message;
@@ -580,27 +580,10 @@ mod raw {
         batches: Arc<Mutex<VecDeque<String>>>,
     ) {
         loop {
-            let mut head = Vec::new();
-            let mut byte = [0u8; 1];
-            while !head.ends_with(b"\r\n\r\n") {
-                match socket.read(&mut byte).await {
-                    Ok(1) => head.push(byte[0]),
-                    _ => return,
-                }
-            }
-            let head = String::from_utf8_lossy(&head).to_string();
-            let length = head
-                .lines()
-                .find_map(|l| {
-                    let (k, v) = l.split_once(':')?;
-                    k.eq_ignore_ascii_case("content-length")
-                        .then(|| v.trim().parse::<usize>().ok())?
-                })
-                .unwrap_or(0);
-            let mut body = vec![0u8; length];
-            if socket.read_exact(&mut body).await.is_err() {
+            let Some((head, body)) = browser_operator_e2e::read_http_request(&mut socket).await
+            else {
                 return;
-            }
+            };
             let line = head.lines().next().unwrap_or("").to_string();
             let reply = if line.starts_with("POST /browser/result") {
                 if let Ok(v) = serde_json::from_slice::<Value>(&body) {

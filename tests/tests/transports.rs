@@ -376,7 +376,7 @@ async fn two_hundred_commands_across_four_tabs() -> Result<()> {
 /// A bare HTTP server that sends a fixed SSE script one byte per chunk and records posted
 /// results: the SSE parsing edge cases, end to end.
 mod byte_server {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::io::AsyncWriteExt;
     use tokio::net::{TcpListener, TcpStream};
     use tokio::sync::mpsc;
 
@@ -400,23 +400,10 @@ mod byte_server {
     ) {
         let _ = socket.set_nodelay(true);
         loop {
-            let mut head = Vec::new();
-            let mut byte = [0u8; 1];
-            while !head.ends_with(b"\r\n\r\n") {
-                match socket.read(&mut byte).await {
-                    Ok(1) => head.push(byte[0]),
-                    _ => return,
-                }
-            }
-            let head = String::from_utf8_lossy(&head).to_string();
-            let length = head
-                .lines()
-                .find_map(|l| {
-                    let (k, v) = l.split_once(':')?;
-                    k.eq_ignore_ascii_case("content-length")
-                        .then(|| v.trim().parse::<usize>().ok())?
-                })
-                .unwrap_or(0);
+            let Some((head, body)) = browser_operator_e2e::read_http_request(&mut socket).await
+            else {
+                return;
+            };
             let authorized = head.contains("Bearer byte-token");
             if !authorized {
                 let _ = socket
@@ -425,10 +412,6 @@ mod byte_server {
                 return;
             }
             if head.starts_with("POST /browser/result") {
-                let mut body = vec![0u8; length];
-                if socket.read_exact(&mut body).await.is_err() {
-                    return;
-                }
                 let _ = results.send(String::from_utf8_lossy(&body).to_string());
                 let _ = socket.write_all(b"HTTP/1.1 204 No Content\r\n\r\n").await;
                 continue;
@@ -546,28 +529,11 @@ mod silent_server {
         streams: Arc<AtomicUsize>,
     ) {
         loop {
-            let mut head = Vec::new();
-            let mut byte = [0u8; 1];
-            while !head.ends_with(b"\r\n\r\n") {
-                match socket.read(&mut byte).await {
-                    Ok(1) => head.push(byte[0]),
-                    _ => return,
-                }
-            }
-            let head = String::from_utf8_lossy(&head).to_string();
-            let length = head
-                .lines()
-                .find_map(|l| {
-                    let (k, v) = l.split_once(':')?;
-                    k.eq_ignore_ascii_case("content-length")
-                        .then(|| v.trim().parse::<usize>().ok())?
-                })
-                .unwrap_or(0);
+            let Some((head, body)) = browser_operator_e2e::read_http_request(&mut socket).await
+            else {
+                return;
+            };
             if head.starts_with("POST /browser/result") {
-                let mut body = vec![0u8; length];
-                if socket.read_exact(&mut body).await.is_err() {
-                    return;
-                }
                 let _ = results.send(String::from_utf8_lossy(&body).to_string());
                 let _ = socket.write_all(b"HTTP/1.1 204 No Content\r\n\r\n").await;
                 continue;
