@@ -938,6 +938,55 @@ async fn a_hostile_websocket_backend_gets_one_answer_per_id_and_the_extension_ke
         .await?,
         "Fixture: hello"
     );
+
+    // Across a worker restart: the stored ledger says which ids ran. A redelivered id that ran
+    // (its kept result gone with the old worker) gets the "already executed" error and does
+    // not run again; a new id still runs.
+    assert_eq!(
+        ask(
+            "r4",
+            "javascript_tool",
+            json!({"tabId": tab, "text": "window.__runs += 1"})
+        )
+        .await?,
+        "4"
+    );
+    worker.detach().await?;
+    browser.stop_worker().await?;
+    browser.wait_status("connected", WAIT).await?;
+    for id in ["r4", "c999"] {
+        let (tool, args) = if id == "r4" {
+            (
+                "javascript_tool",
+                json!({"tabId": tab, "text": "window.__runs += 1"}),
+            )
+        } else {
+            ("update_plan", plan.clone())
+        };
+        raw.command(id, tool, args);
+        until(
+            "the id redelivered after the restart answered",
+            WAIT,
+            || async { Ok(answers.of(id).len() == 2) },
+        )
+        .await?;
+        assert!(
+            said(&answers.of(id)[1]).contains("already executed by this browser"),
+            "{id}: {}",
+            answers.of(id)[1]
+        );
+    }
+    assert_eq!(
+        ask(
+            "runs-after-restart",
+            "javascript_tool",
+            json!({"tabId": tab, "text": "window.__runs"})
+        )
+        .await?,
+        "4",
+        "a command redelivered after the restart ran again"
+    );
+
     let all = answers.all();
     let mut per_id = std::collections::HashMap::<String, usize>::new();
     for a in &all {
@@ -946,7 +995,11 @@ async fn a_hostile_websocket_backend_gets_one_answer_per_id_and_the_extension_ke
             .or_default() += 1;
     }
     for (id, n) in &per_id {
-        let expected = if id == "r1" || id == "r2" { 2 } else { 1 };
+        let expected = if ["r1", "r2", "r4", "c999"].contains(&id.as_str()) {
+            2
+        } else {
+            1
+        };
         assert_eq!(*n, expected, "answers for {id}");
     }
     assert!(
@@ -955,9 +1008,8 @@ async fn a_hostile_websocket_backend_gets_one_answer_per_id_and_the_extension_ke
     );
     assert!(!per_id.contains_key("?"), "an answer without a commandId");
     // ctx, nav, 8 malformed frames, 10 tab ids, 12 arguments, the big result, r1-r3, runs,
-    // 1,000 plans and the last command.
-    assert_eq!(per_id.len(), 1038, "ids answered");
-    worker.detach().await?;
+    // 1,000 plans, the last command, r4 and the count after the restart.
+    assert_eq!(per_id.len(), 1040, "ids answered");
     Ok(())
 }
 

@@ -169,7 +169,7 @@ async fn the_watchdog_starts_a_stopped_worker_again_without_the_alarm() -> Resul
     let deadline = Instant::now() + WAIT;
     while worker
         .eval(
-            "chrome.storage.session.get('delivery').then((d) => (d.delivery?.queued ?? []).length)",
+            "chrome.storage.session.get(null).then((all) => Object.entries(all).filter(([k, v]) => k.startsWith('delivery.') && v?.s === 'queued').length)",
         )
         .await?
         != json!(1)

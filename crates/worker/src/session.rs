@@ -21,8 +21,12 @@ use wasm_bindgen_futures::spawn_local;
 const CONFIG_KEY: &str = "config";
 const WANT_KEY: &str = "wantConnected";
 const STATUS_KEY: &str = "status";
-/// Ids executed or running, and undelivered results: survives a worker restart.
-const DELIVERY_KEY: &str = "delivery";
+/// The ledger of ids executed, running or queued survives a worker restart in
+/// chrome.storage.session as a ring of `SEEN_MAX` slots (`delivery.0` … `delivery.511`), one
+/// small entry per id, so a command writes only its own entry; undelivered results are kept
+/// under their own key, written only when the outbox changes.
+const LEDGER_PREFIX: &str = "delivery.";
+const OUTBOX_KEY: &str = "outbox";
 pub const ALARM: &str = "keepalive";
 /// Chrome stops an idle worker after 30 s; an extension API call resets that timer.
 const KEEPALIVE_MS: u32 = 20_000;
@@ -60,15 +64,22 @@ enum Seen {
     Done(Option<CommandResult>),
 }
 
-/// What survives a worker restart (chrome.storage.session).
-#[derive(Default, Serialize, Deserialize)]
-struct Delivery {
-    done: Vec<String>,
-    running: Vec<String>,
-    /// Received, waiting for their tab's turn: not started.
-    #[serde(default)]
-    queued: Vec<String>,
-    outbox: Vec<CommandResult>,
+/// Where a command id stands, as stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Stage {
+    /// Received, waiting for its tab's turn: not started.
+    Queued,
+    Running,
+    Done,
+}
+
+/// One ledger slot: the id, its place in the order ids were first seen, its stage.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Slot {
+    id: String,
+    n: u64,
+    s: Stage,
 }
 
 #[derive(Default)]
@@ -84,6 +95,9 @@ struct Session {
     outbox: VecDeque<(CommandResult, usize)>,
     seen: HashMap<String, Seen>,
     seen_order: VecDeque<String>,
+    /// Each remembered id's number (its ledger slot is the number modulo `SEEN_MAX`).
+    seen_n: HashMap<String, u64>,
+    next_n: u64,
     /// The stored delivery state was read (once per worker start).
     restored: bool,
     /// Running ids still waiting for their tab's turn (not started).
@@ -91,10 +105,17 @@ struct Session {
     /// Per tab, the last queued command: commands for one tab run in order.
     tab_tails: HashMap<i64, (u64, oneshot::Receiver<()>)>,
     next_seq: u64,
-    /// The stored delivery state is behind; the writer is running; who waits for the write.
-    dirty: bool,
+    /// Ids whose stored ledger entry is behind, and whether the stored outbox is.
+    dirty: std::collections::HashSet<String>,
+    outbox_dirty: bool,
+    /// A `flush_soon` is scheduled; a `flush_later`.
+    flush_scheduled: bool,
+    flush_timer: bool,
+    /// Commands between their start and their answer.
+    in_flight: usize,
+    /// A write is in flight; the commands waiting for the next, which carries their entry.
     writing: bool,
-    write_waiters: Vec<oneshot::Sender<()>>,
+    batch_waiters: Vec<oneshot::Sender<()>>,
 }
 
 thread_local! {
@@ -106,32 +127,56 @@ fn with<R>(f: impl FnOnce(&mut Session) -> R) -> R {
 }
 
 impl Session {
-    fn snapshot(&self) -> Delivery {
-        let mut d = Delivery::default();
-        for id in &self.seen_order {
-            match self.seen.get(id) {
-                Some(Seen::Running) if self.waiting.contains(id) => d.queued.push(id.clone()),
-                Some(Seen::Running) => d.running.push(id.clone()),
-                Some(Seen::Done(_)) => d.done.push(id.clone()),
-                None => {}
-            }
-        }
-        d.outbox = self.outbox.iter().map(|(r, _)| r.clone()).collect();
-        d
+    /// The stored entry of a remembered id, as it stands now.
+    fn slot(&self, id: &str) -> Option<(String, Slot)> {
+        let n = *self.seen_n.get(id)?;
+        let s = match self.seen.get(id)? {
+            Seen::Running if self.waiting.contains(id) => Stage::Queued,
+            Seen::Running => Stage::Running,
+            Seen::Done(_) => Stage::Done,
+        };
+        let key = format!("{LEDGER_PREFIX}{}", n % SEEN_MAX as u64);
+        let slot = Slot {
+            id: id.to_string(),
+            n,
+            s,
+        };
+        Some((key, slot))
     }
 
     fn remember(&mut self, id: &str, seen: Seen) {
+        let n = self.next_n;
+        self.remember_as(id, seen, n);
+    }
+
+    /// Remembers `id` as the `n`th id seen (restored ids keep the number they were stored
+    /// with, so they keep their slot).
+    fn remember_as(&mut self, id: &str, seen: Seen, n: u64) {
         if self.seen.insert(id.to_string(), seen).is_none() {
             self.seen_order.push_back(id.to_string());
+            self.seen_n.insert(id.to_string(), n);
+            self.next_n = self.next_n.max(n + 1);
         }
+        self.dirty.insert(id.to_string());
         while self.seen_order.len() > SEEN_MAX {
             if let Some(old) = self.seen_order.pop_front() {
                 self.seen.remove(&old);
+                self.seen_n.remove(&old);
+                // Its slot is taken by the id just remembered.
+                self.dirty.remove(&old);
             }
+        }
+    }
+
+    /// Marks a remembered id's stored entry as behind (its stage changed).
+    fn touch(&mut self, id: &str) {
+        if self.seen.contains_key(id) {
+            self.dirty.insert(id.to_string());
         }
     }
 
     fn queue(&mut self, result: CommandResult) {
+        self.outbox_dirty = true;
         let size = result.payload_len();
         self.outbox.push_back((result, size));
         let mut bytes: usize = self.outbox.iter().map(|(_, n)| n).sum();
@@ -147,38 +192,118 @@ impl Session {
     }
 }
 
-/// Writes the delivery state to chrome.storage.session; resolves once a write that includes
-/// the state as of this call has landed. One writer at a time, so writes never reorder.
-fn persist() -> oneshot::Receiver<()> {
-    let (tx, rx) = oneshot::channel();
-    let start = with(|s| {
-        s.dirty = true;
-        s.write_waiters.push(tx);
-        !std::mem::replace(&mut s.writing, true)
-    });
-    if start {
-        spawn_local(async {
-            loop {
-                let (snapshot, waiters) = with(|s| {
-                    s.dirty = false;
-                    (s.snapshot(), std::mem::take(&mut s.write_waiters))
-                });
-                if let Err(e) = storage::set(Area::Session, DELIVERY_KEY, &snapshot).await {
-                    log(&format!("cannot store the delivery state: {e}"));
-                }
-                for w in waiters {
-                    let _ = w.send(());
-                }
-                if !with(|s| {
-                    s.writing = s.dirty;
-                    s.dirty
-                }) {
-                    break;
-                }
-            }
-        });
+/// Writes what changed in the delivery state (the entries of the ids that changed, the outbox
+/// if it did) to chrome.storage.session: issued now and not awaited, unless a write is still
+/// in flight, in which case the next write, issued as soon as that one is answered, carries
+/// everything that changed meanwhile (one write in flight at a time: a stream of commands
+/// costs a few writes, not one each, and Chrome is never handed more than it keeps up with).
+///
+/// Why not awaited: Chrome handles a worker's extension API calls in the order the worker
+/// makes them, and a session-storage write is applied when it is handled. A command's entry
+/// in a write issued before its tool makes its first extension API call (`chrome.tabs`,
+/// `chrome.debugger`, …: everything a tool does to the browser goes through one) is therefore
+/// stored before anything the tool does reaches the browser; a worker stopped before Chrome
+/// handled the write has none of the tool's calls handled either. Waiting for the write's
+/// answer would only add its round trip to every command.
+fn flush() {
+    if !with(|s| s.writing) {
+        issue();
     }
-    rx
+}
+
+/// Issues the write of what changed (the caller checked that none is in flight); once it is
+/// answered, issues the next if more changed meanwhile.
+fn issue() {
+    let (slots, outbox, waiters) = with(|s| {
+        s.flush_scheduled = false;
+        let ids: Vec<String> = s.dirty.drain().collect();
+        let slots: Vec<(String, Slot)> = ids.iter().filter_map(|id| s.slot(id)).collect();
+        let outbox = std::mem::take(&mut s.outbox_dirty)
+            .then(|| s.outbox.iter().map(|(r, _)| r.clone()).collect::<Vec<_>>());
+        s.writing = !slots.is_empty() || outbox.is_some();
+        (slots, outbox, std::mem::take(&mut s.batch_waiters))
+    });
+    if slots.is_empty() && outbox.is_none() {
+        for w in waiters {
+            let _ = w.send(());
+        }
+        return;
+    }
+    let items = js_sys::Object::new();
+    let put = |key: &str, value: Result<wasm_bindgen::JsValue, String>| match value {
+        Ok(v) => {
+            let _ = js_sys::Reflect::set(&items, &key.into(), &v);
+        }
+        Err(e) => log(&format!("cannot store {key}: {e}")),
+    };
+    for (key, slot) in &slots {
+        put(key, crate::js::to_js(slot));
+    }
+    if let Some(outbox) = &outbox {
+        put(OUTBOX_KEY, crate::js::to_js(outbox));
+    }
+    let written = storage::set_session_now(&items);
+    // Their entries are in the write just issued.
+    for w in waiters {
+        let _ = w.send(());
+    }
+    spawn_local(async move {
+        if let Err(e) = written.await {
+            log(&format!("cannot store the delivery state: {e}"));
+        }
+        let more = with(|s| {
+            s.writing = false;
+            !s.dirty.is_empty() || s.outbox_dirty || !s.batch_waiters.is_empty()
+        });
+        if more {
+            issue();
+        }
+    });
+}
+
+/// [`flush`] once the current task yields: a burst of changes (results of commands that
+/// finished together) is written in one call. For changes no tool's act depends on.
+fn flush_soon() {
+    if with(|s| std::mem::replace(&mut s.flush_scheduled, true)) {
+        return;
+    }
+    spawn_local(async { flush() });
+}
+
+/// Returns once this command's entry is in a write issued to Chrome (see [`flush`]): at once
+/// when no write is in flight, else when the one in flight is answered and the next, which
+/// carries this entry, is issued.
+async fn stored_before_acting() {
+    if !with(|s| s.writing) {
+        issue();
+        return;
+    }
+    let (tx, rx) = oneshot::channel();
+    with(|s| s.batch_waiters.push(tx));
+    let _ = rx.await;
+}
+
+/// How long a finished command's "done" entry may wait for the next write while other
+/// commands run (under a stream of commands it rides along with the next one's entry).
+const LATER_MS: u32 = 20;
+
+/// For a finished command's entry: written with the next command's entry while other commands
+/// are running (so a stream of commands costs one write each, not two), else at once
+/// ([`flush_soon`]); within `LATER_MS` in any case. Until then a restarted worker would take
+/// the id for one interrupted while running: answered with that error, never run again.
+fn flush_later() {
+    if with(|s| s.in_flight == 0) {
+        flush_soon();
+        return;
+    }
+    if with(|s| std::mem::replace(&mut s.flush_timer, true)) {
+        return;
+    }
+    spawn_local(async {
+        sleep_ms(LATER_MS).await;
+        with(|s| s.flush_timer = false);
+        flush();
+    });
 }
 
 /// Reads what the previous worker left: ids already executed (never run again), undelivered
@@ -187,43 +312,55 @@ async fn restore() {
     if with(|s| std::mem::replace(&mut s.restored, true)) {
         return;
     }
-    let stored: Delivery = storage::get(Area::Session, DELIVERY_KEY)
-        .await
-        .ok()
-        .flatten()
+    let mut keys: Vec<String> = (0..SEEN_MAX)
+        .map(|i| format!("{LEDGER_PREFIX}{i}"))
+        .collect();
+    keys.push(OUTBOX_KEY.to_string());
+    let stored = match storage::get_session_many(&keys).await {
+        Ok(v) => v,
+        Err(e) => {
+            log(&format!("cannot read the delivery state: {e}"));
+            return;
+        }
+    };
+    let field = |key: &str| {
+        js_sys::Reflect::get(&stored, &key.into())
+            .ok()
+            .filter(|v| !v.is_undefined() && !v.is_null())
+    };
+    let mut slots: Vec<Slot> = keys[..SEEN_MAX]
+        .iter()
+        .filter_map(|k| field(k))
+        .filter_map(|v| crate::js::from_js(v).ok())
+        .collect();
+    slots.sort_by_key(|slot| slot.n);
+    let outbox: Vec<CommandResult> = field(OUTBOX_KEY)
+        .and_then(|v| crate::js::from_js(v).ok())
         .unwrap_or_default();
-    let interrupted = stored.running.len() + stored.queued.len();
     with(|s| {
-        for id in stored.done {
-            s.remember(&id, Seen::Done(None));
-        }
-        for r in stored.outbox {
+        for r in outbox {
             s.queue(r);
         }
-        for id in stored.running {
-            let r = CommandResult {
-                command_id: id.clone(),
-                outcome: Outcome::Error {
-                    error: "The extension's service worker was stopped while this command ran; it may have partly happened and was not run again. Check the page state before retrying.".into(),
-                },
+        // What was read is what is stored: only what changes below is written back.
+        s.outbox_dirty = false;
+        for slot in slots {
+            let id = slot.id;
+            if slot.s == Stage::Done {
+                s.remember_as(&id, Seen::Done(None), slot.n);
+                s.dirty.remove(&id);
+                continue;
+            }
+            let error = if slot.s == Stage::Running {
+                "The extension's service worker was stopped while this command ran; it may have partly happened and was not run again. Check the page state before retrying."
+            } else {
+                "The extension's service worker was stopped before this command's turn came (it waited behind earlier commands for the same tab); it did not run, and is safe to send again."
             };
-            s.remember(&id, Seen::Done(Some(r.clone())));
-            s.queue(r);
-        }
-        for id in stored.queued {
-            let r = CommandResult {
-                command_id: id.clone(),
-                outcome: Outcome::Error {
-                    error: "The extension's service worker was stopped before this command's turn came (it waited behind earlier commands for the same tab); it did not run, and is safe to send again.".into(),
-                },
-            };
-            s.remember(&id, Seen::Done(Some(r.clone())));
+            let r = CommandResult::error(id.clone(), error);
+            s.remember_as(&id, Seen::Done(Some(r.clone())), slot.n);
             s.queue(r);
         }
     });
-    if interrupted > 0 {
-        let _ = persist().await;
-    }
+    flush();
 }
 
 pub async fn set_status(state: State, message: impl Into<String>) {
@@ -445,7 +582,8 @@ fn on_authenticated(gen: u64, tx: mpsc::UnboundedSender<CommandResult>, config: 
         let _ = tx.unbounded_send(result);
     }
     if flushed {
-        drop(persist());
+        with(|s| s.outbox_dirty = true);
+        flush_soon();
     }
     // Written now, not after another await: a status set later (say, the server's
     // `event: disconnect` right behind) must never be overwritten by this one.
@@ -494,7 +632,9 @@ async fn keep_alive(gen: u64) {
 pub fn receive(cmd: Command) {
     match admit(&cmd.id, None) {
         Next::Wait => {}
-        Next::Answer(r) => deliver(r),
+        Next::Answer(r) => {
+            deliver(r);
+        }
         Next::Run => spawn_local(run_command(cmd)),
     }
 }
@@ -512,7 +652,7 @@ pub fn receive_parsed(parsed: Result<Command, Malformed>) {
             match admit(&id, Some(refused)) {
                 Next::Answer(r) => {
                     deliver(r);
-                    drop(persist());
+                    flush_soon();
                 }
                 Next::Wait | Next::Run => {}
             }
@@ -555,6 +695,7 @@ fn admit(id: &str, refused: Option<CommandResult>) -> Next {
 }
 
 async fn run_command(cmd: Command) {
+    with(|s| s.in_flight += 1);
     // A tool the catalog marks `outsideTabOrder` (listing a tab's page tools) only reads, so it
     // does not wait behind the tab's running commands.
     let ordered = protocol::tool(&cmd.tool).is_none_or(|spec| !spec.outside_tab_order);
@@ -577,8 +718,9 @@ async fn run_command(cmd: Command) {
         with(|s| s.waiting.insert(cmd.id.clone()));
     }
     // The id is stored (running, or waiting for its turn) before the tool starts, so a
-    // restarted worker never runs it again and can say whether it had started.
-    let _ = persist().await;
+    // restarted worker never runs it again and can say whether it had started: issued here,
+    // ahead of the tool's first extension API call (see `flush`).
+    stored_before_acting().await;
     let turn = match turn {
         Some((tab, seq, done, previous)) => {
             if let Some(previous) = previous {
@@ -589,8 +731,11 @@ async fn run_command(cmd: Command) {
         None => None,
     };
     if waits {
-        with(|s| s.waiting.remove(&cmd.id));
-        let _ = persist().await;
+        with(|s| {
+            s.waiting.remove(&cmd.id);
+            s.touch(&cmd.id);
+        });
+        stored_before_acting().await;
     }
     let outcome = execute(&cmd.tool, cmd.args).await;
     if let Some((tab, seq, done)) = turn {
@@ -610,10 +755,14 @@ async fn run_command(cmd: Command) {
         if s.seen.contains_key(&cmd.id) {
             s.seen
                 .insert(cmd.id.clone(), Seen::Done(small.then(|| result.clone())));
+            s.touch(&cmd.id);
         }
+        s.in_flight -= 1;
     });
-    deliver(result);
-    drop(persist());
+    // Queued in the outbox (no connection): written at once.
+    if !deliver(result) {
+        flush_later();
+    }
 }
 
 /// Runs a tool through the one dispatch path, bounded in time.
@@ -625,7 +774,9 @@ pub async fn execute(tool: &str, args: serde_json::Map<String, serde_json::Value
     }
 }
 
-fn deliver(result: CommandResult) {
+/// Sends the result on the live connection, or keeps it in the outbox (then true, and the
+/// outbox is written soon).
+fn deliver(result: CommandResult) -> bool {
     let queued = with(|s| {
         let unsent = match &s.sender {
             Some(tx) => tx.unbounded_send(result).err().map(|e| e.into_inner()),
@@ -634,13 +785,14 @@ fn deliver(result: CommandResult) {
         unsent.map(|r| s.queue(r)).is_some()
     });
     if queued {
-        drop(persist());
+        flush_soon();
     }
+    queued
 }
 
 /// A result the transport could not deliver (a POST that kept failing): back to the outbox,
 /// sent on the next connection.
 pub fn undelivered(result: CommandResult) {
     with(|s| s.queue(result));
-    drop(persist());
+    flush_soon();
 }

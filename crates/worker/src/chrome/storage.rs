@@ -15,6 +15,10 @@ extern "C" {
     async fn session_get(keys: &JsValue) -> Result<JsValue, JsValue>;
     #[wasm_bindgen(catch, js_namespace = ["chrome", "storage", "session"], js_name = set)]
     async fn session_set(items: &JsValue) -> Result<JsValue, JsValue>;
+    /// The same `set`, called at once (not at a future's first poll): the request is on its
+    /// way to Chrome when this returns.
+    #[wasm_bindgen(catch, js_namespace = ["chrome", "storage", "session"], js_name = set)]
+    fn session_set_now(items: &JsValue) -> Result<js_sys::Promise, JsValue>;
     #[wasm_bindgen(catch, js_namespace = ["chrome", "storage", "session"], js_name = remove)]
     async fn session_remove(keys: &JsValue) -> Result<JsValue, JsValue>;
 }
@@ -54,6 +58,34 @@ pub async fn set<T: Serialize + ?Sized>(area: Area, key: &str, value: &T) -> Res
     }
     .map(drop)
     .map_err(|e| storage_err("set", key, e))
+}
+
+/// Writes `items` (key → value) to session storage now: the request is made before this
+/// returns, so it reaches Chrome ahead of every extension API call the worker makes after it
+/// (Chrome handles one worker's calls in the order they were made). The future only says how
+/// the write ended; nobody needs to wait for it.
+pub fn set_session_now(
+    items: &js_sys::Object,
+) -> impl std::future::Future<Output = Result<(), String>> {
+    let issued = session_set_now(items);
+    async move {
+        let promise = issued.map_err(|e| storage_err("set", "(several keys)", e))?;
+        wasm_bindgen_futures::JsFuture::from(promise)
+            .await
+            .map(drop)
+            .map_err(|e| storage_err("set", "(several keys)", e))
+    }
+}
+
+/// The values under `keys` in session storage, as one object (absent keys are missing).
+pub async fn get_session_many(keys: &[String]) -> Result<JsValue, String> {
+    let list = js_sys::Array::new();
+    for k in keys {
+        list.push(&JsValue::from_str(k));
+    }
+    session_get(&list)
+        .await
+        .map_err(|e| storage_err("get", "(several keys)", e))
 }
 
 /// Removes `keys` from session storage.
