@@ -324,9 +324,15 @@ async fn the_tree_is_short_and_says_what_agents_need() -> Result<()> {
     line_with(&tree, "text \"after.\"");
     let doc = ref_of(&tree, "document \"Fixture: prose\"");
     let press = ref_of(&tree, "button \"Press\"");
-    for r in [&doc, &press, &ref_of(&tree, "link \"Relative\""), &ref_of(&tree, "heading \"Prose\"")] {
+    for r in [
+        &doc,
+        &press,
+        &ref_of(&tree, "link \"Relative\""),
+        &ref_of(&tree, "heading \"Prose\""),
+    ] {
         assert!(
-            r.strip_prefix("ref_").is_some_and(|n| n.chars().all(|c| c.is_ascii_digit())),
+            r.strip_prefix("ref_")
+                .is_some_and(|n| n.chars().all(|c| c.is_ascii_digit())),
             "{r}"
         );
     }
@@ -343,7 +349,10 @@ async fn the_tree_is_short_and_says_what_agents_need() -> Result<()> {
         .text("find", json!({"tabId": tab, "query": "link to hello"}))
         .await?;
     assert!(
-        found.lines().nth(1).unwrap_or("").starts_with(&format!("[{}] link \"link to hello\"", ref_of(&tree, "link \"link to hello\""))),
+        found.lines().nth(1).unwrap_or("").starts_with(&format!(
+            "[{}] link \"link to hello\"",
+            ref_of(&tree, "link \"link to hello\"")
+        )),
         "{found}"
     );
     Ok(())

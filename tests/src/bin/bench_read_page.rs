@@ -72,7 +72,9 @@ async fn main() -> Result<()> {
         .ok()
         .and_then(|r| r.parse().ok())
         .unwrap_or(21);
-    let dump = std::env::var("BENCH_DUMP").ok().map(std::path::PathBuf::from);
+    let dump = std::env::var("BENCH_DUMP")
+        .ok()
+        .map(std::path::PathBuf::from);
     let fixtures = FixtureServer::start();
     let backend = Backend::start().await?;
     let browser = Browser::launch(BrowserOptions::default()).await?;
@@ -270,7 +272,9 @@ async fn playwright(sizes: &[(&str, String, usize)], dump: Option<&std::path::Pa
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
     let cli = browser_operator_e2e::repo_root().join(".tools/node_modules/@playwright/mcp/cli.js");
     if !cli.exists() {
-        println!("\n(Playwright MCP not installed under .tools: its snapshot sizes are not measured)");
+        println!(
+            "\n(Playwright MCP not installed under .tools: its snapshot sizes are not measured)"
+        );
         return;
     }
     let chromium = ["/usr/lib/chromium/chromium", "/usr/bin/chromium"]
@@ -296,14 +300,21 @@ async fn playwright(sizes: &[(&str, String, usize)], dump: Option<&std::path::Pa
     let mut id = 0;
     let mut call = |method: &str, params: Value| {
         id += 1;
-        (id, format!("{}\n", json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})))
+        (
+            id,
+            format!(
+                "{}\n",
+                json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+            ),
+        )
     };
     let (n, msg) = call(
         "initialize",
         json!({"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}),
     );
     println!("\nPlaywright MCP browser_snapshot on the same pages:");
-    if stdin.write_all(msg.as_bytes()).await.is_err() || read_answer(&mut lines, n).await.is_none() {
+    if stdin.write_all(msg.as_bytes()).await.is_err() || read_answer(&mut lines, n).await.is_none()
+    {
         return;
     }
     let initialized = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n";
@@ -315,7 +326,9 @@ async fn playwright(sizes: &[(&str, String, usize)], dump: Option<&std::path::Pa
             "tools/call",
             json!({"name": "browser_navigate", "arguments": {"url": url}}),
         );
-        if stdin.write_all(msg.as_bytes()).await.is_err() || read_answer(&mut lines, n).await.is_none() {
+        if stdin.write_all(msg.as_bytes()).await.is_err()
+            || read_answer(&mut lines, n).await.is_none()
+        {
             return;
         }
         let mut times = Vec::new();
@@ -340,7 +353,10 @@ async fn playwright(sizes: &[(&str, String, usize)], dump: Option<&std::path::Pa
                 .unwrap_or_default();
             chars = text.chars().count();
             if let Some(dir) = dump {
-                let _ = std::fs::write(dir.join(format!("{}.playwright.txt", file.replace('/', "_"))), &text);
+                let _ = std::fs::write(
+                    dir.join(format!("{}.playwright.txt", file.replace('/', "_"))),
+                    &text,
+                );
             }
         }
         println!(
