@@ -288,6 +288,8 @@ async fn playwright(sizes: &[(&str, String, usize)], dump: Option<&std::path::Pa
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .kill_on_drop(true)
+        // It writes its own files where it runs: not into the repository.
+        .current_dir(std::env::temp_dir())
         .spawn();
     let Ok(mut child) = child else {
         println!("\n(Playwright MCP did not start)");
