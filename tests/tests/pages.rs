@@ -265,6 +265,96 @@ async fn read_page_find_and_form_input_on_a_login_form() -> Result<()> {
     );
     let fresh = backend.text("read_page", json!({"tabId": tab})).await?;
     assert_ne!(ref_of(&fresh, "textbox \"Email address\""), email);
+    // The new page numbers its elements above the last one's: the old ref stays stale, never
+    // another element of the new page.
+    let e = backend
+        .error(
+            "form_input",
+            json!({"tabId": tab, "ref": email, "value": "x"}),
+        )
+        .await?;
+    assert!(
+        e.starts_with(&format!("Stale ref {email}")) && e.contains("navigated"),
+        "{e}"
+    );
+    Ok(())
+}
+
+/// The tree says what an agent needs in few characters: running text is one line under its
+/// element (inline formatting folded in, links and controls on lines of their own below it),
+/// names and text are cut at 100 characters with the cut marked, addresses of the page's own
+/// origin are paths, the top document's refs carry no document number, and lines of text and
+/// structure carry no ref while every link and control has one that acts on it.
+#[tokio::test]
+async fn the_tree_is_short_and_says_what_agents_need() -> Result<()> {
+    let (fixtures, backend, _browser, tab) = connected().await?;
+    open(&backend, tab, &fixtures.url("prose.html")).await?;
+    let tree = backend.text("read_page", json!({"tabId": tab})).await?;
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let long = line_with(&tree, "paragraph \"A paragraph that goes on and on with emphasis and a link to hello in the middle");
+    let quoted = &long[long.find('"').expect("a name") + 1..long.rfind('"').expect("a name")];
+    assert!(
+        quoted.ends_with('…') && quoted.chars().count() == 101 && !long.contains("THE END"),
+        "{long}"
+    );
+    assert!(!long.contains("[ref_"), "{long}");
+    let link = line_with(&tree, "link \"link to hello\"");
+    assert!(link.ends_with(" href=\"/hello.html#top\""), "{link}");
+    assert_eq!(indent(link), indent(long) + 1, "{tree}");
+    line_with(&tree, "paragraph \"Plain bold and italic code words.\"");
+    // Inline formatting has no line of its own.
+    for role in ["strong", "emphasis", "code", "generic", "text \"and on"] {
+        assert!(
+            !tree.lines().any(|l| l.trim_start().starts_with(role)),
+            "{role}:\n{tree}"
+        );
+    }
+    assert!(
+        line_with(&tree, "link \"Elsewhere\"").ends_with(" href=\"https://example.com/x?y=1\""),
+        "{tree}"
+    );
+    assert!(
+        line_with(&tree, "link \"Relative\"").ends_with(" href=\"/page.html?q=2\""),
+        "{tree}"
+    );
+    // A list item shows its own text, not only its link's.
+    line_with(&tree, "listitem \"Relative and its note\"");
+    // Text loose in a wrapper: the runs between its controls, one line each.
+    line_with(&tree, "text \"Loose text and strong words\"");
+    line_with(&tree, "text \"after.\"");
+    let doc = ref_of(&tree, "document \"Fixture: prose\"");
+    let press = ref_of(&tree, "button \"Press\"");
+    for r in [
+        &doc,
+        &press,
+        &ref_of(&tree, "link \"Relative\""),
+        &ref_of(&tree, "heading \"Prose\""),
+    ] {
+        assert!(
+            r.strip_prefix("ref_")
+                .is_some_and(|n| n.chars().all(|c| c.is_ascii_digit())),
+            "{r}"
+        );
+    }
+    backend
+        .text(
+            "computer",
+            json!({"tabId": tab, "action": "left_click", "ref": press}),
+        )
+        .await?;
+    let after = backend.text("read_page", json!({"tabId": tab})).await?;
+    assert_eq!(ref_of(&after, "button \"Pressed\""), press, "{after}");
+    // find names the same elements with the same refs.
+    let found = backend
+        .text("find", json!({"tabId": tab, "query": "link to hello"}))
+        .await?;
+    assert!(
+        found.lines().nth(1).unwrap_or("").starts_with(&format!(
+            "[{}] link \"link to hello\"",
+            ref_of(&tree, "link \"link to hello\"")
+        )),
+        "{found}"
+    );
     Ok(())
 }
 
@@ -731,7 +821,7 @@ fn squash(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// read_page's lines of one document: ref → (role, quoted text).
+/// read_page's lines of one document (refs `{prefix}N`): ref → (role, quoted text).
 fn read_lines(tree: &str, prefix: &str) -> Vec<(String, String, String)> {
     let mut out = Vec::new();
     for line in tree.lines() {
@@ -741,6 +831,10 @@ fn read_lines(tree: &str, prefix: &str) -> Vec<(String, String, String)> {
         };
         let end = at + 2 + l[at + 2..].find(']').expect("closing bracket");
         let r = l[at + 2..end].to_string();
+        if !r[prefix.len()..].chars().all(|c| c.is_ascii_digit()) {
+            // Another document's ref.
+            continue;
+        }
         let head = &l[..at];
         let (role, name) = match head.split_once(" \"") {
             Some((role, quoted)) => (
@@ -755,6 +849,53 @@ fn read_lines(tree: &str, prefix: &str) -> Vec<(String, String, String)> {
         out.push((r, role, name));
     }
     out
+}
+
+/// The walk read_page makes of the main document of the tab showing `url`, with a ref on every
+/// line (`document` is the number of the document's own ref): asked of the worker's isolated
+/// world directly.
+async fn walk_with_every_ref(browser: &Browser, url: &str, document: &str) -> Result<String> {
+    let target = browser
+        .page_targets()
+        .await?
+        .into_iter()
+        .find(|t| t.url == url)
+        .expect("the page's target");
+    let cdp = browser.cdp();
+    let attached = cdp
+        .call(
+            "Target.attachToTarget",
+            json!({"targetId": target.id, "flatten": true}),
+        )
+        .await?;
+    let session = attached["sessionId"].as_str().expect("session").to_string();
+    let frames = cdp
+        .call_session(&session, "Page.getFrameTree", json!({}))
+        .await?;
+    let world = cdp
+        .call_session(
+            &session,
+            "Page.createIsolatedWorld",
+            json!({"frameId": frames["frameTree"]["frame"]["id"], "worldName": "browser-operator"}),
+        )
+        .await?;
+    let out = cdp
+        .call_session(
+            &session,
+            "Runtime.evaluate",
+            json!({
+                "contextId": world["executionContextId"],
+                "expression": format!("(() => {{ const S = globalThis.__browserOperator; return S.run.call(undefined, 'tree', {{depth: 15, level: 0, interactive: false, root: {document}, prefix: 'ref_', allRefs: true}}, S).text; }})()"),
+                "returnByValue": true,
+            }),
+        )
+        .await?;
+    cdp.call("Target.detachFromTarget", json!({"sessionId": session}))
+        .await?;
+    Ok(out["result"]["value"]
+        .as_str()
+        .unwrap_or_else(|| panic!("the walk gave no text: {out}"))
+        .to_string())
 }
 
 /// Chrome's accessibility tree of the main document of the tab showing `url` (its first `limit`
@@ -899,13 +1040,34 @@ async fn roles_and_names_agree_with_chrome() -> Result<()> {
     ] {
         let url = fixtures.url(page);
         open(&backend, tab, &url).await?;
-        let tree = backend
+        let shown = backend
             .text("read_page", json!({"tabId": tab, "max_chars": 1_000_000}))
             .await?;
-        let first = tree.lines().next().unwrap_or("");
+        let first = shown.lines().next().unwrap_or("");
         let start = first.find("[ref_").expect("the document's ref") + 1;
         let doc = &first[start..first.len() - 1];
-        let prefix = &doc[..doc.rfind('_').expect("ref_D_N") + 1];
+        let prefix = "ref_";
+        assert!(
+            doc[prefix.len()..].chars().all(|c| c.is_ascii_digit()),
+            "the top document's refs are ref_N: {first}"
+        );
+        // Lines of text and structure (paragraphs, lists…) carry no ref: the same walk with a
+        // ref on every line maps each line to its element. Its lines are read_page's, refs aside.
+        let tree = walk_with_every_ref(&browser, &url, &doc[prefix.len()..]).await?;
+        let shown_lines: std::collections::HashSet<&str> = shown.lines().collect();
+        for l in tree.lines().filter(|l| !l.starts_with('\u{1}')) {
+            let bare = match l.find(" [ref_") {
+                Some(a) => match l[a..].find(']') {
+                    Some(b) => format!("{}{}", &l[..a], &l[a + b + 1..]),
+                    None => l.to_string(),
+                },
+                None => l.to_string(),
+            };
+            assert!(
+                shown_lines.contains(l) || shown_lines.contains(bare.as_str()),
+                "{page}: {l:?} is not read_page's line:\n{shown}"
+            );
+        }
         let ours = read_lines(&tree, prefix);
         // The large page: its first thousand nodes (each is looked up on its own).
         let chrome = chrome_nodes(&browser, &url, prefix, 1000).await?;
@@ -931,16 +1093,14 @@ async fn roles_and_names_agree_with_chrome() -> Result<()> {
             };
             seen.insert(r.clone());
             compared += 1;
-            // Names over 300 characters are cut, with an ellipsis.
-            let our_name = if our_name.chars().count() > 300 {
-                our_name.trim_end_matches('…')
-            } else {
-                our_name
-            };
+            // Names and text over 100 characters are cut, with an ellipsis.
+            let cut = our_name.ends_with('…');
+            let our_name = our_name.trim_end_matches('…');
             // A line shows the text of an element without a name in its place.
             let same_name = squash(our_name) == *name
                 || (name.is_empty() && squash(our_name) == *text)
-                || (our_name.len() >= 299 && name.starts_with(our_name));
+                || (cut && name.starts_with(our_name))
+                || (cut && name.is_empty() && text.starts_with(&squash(our_name)));
             if our_role == role && same_name {
                 agreed += 1;
             } else {

@@ -1,10 +1,13 @@
 //! Element refs: the one mechanism by which tools name elements. Each frame's document gets an
 //! isolated world (`Page.createIsolatedWorld`, one fixed name: asking again returns the same
 //! world, even from a new debugger session after a worker restart). The page cannot see it; in it,
-//! read_page.js keeps a table element → small id. A ref (`ref_D_N`) is id N in the world of
-//! document D, where D numbers the (frame, loader) pairs of the tab: a ref from a document that has
-//! gone away is reported stale instead of hitting whatever now has the same id. The table of
-//! documents is kept in chrome.storage.session so it survives a worker restart. Resolving a ref
+//! read_page.js keeps a table element → small id. A ref in the tab's top document is `ref_N`, id N
+//! in its world; in a frame's document it is `ref_D_N`, id N in the world of document D, where D
+//! numbers the (frame, loader) pairs of the tab. Each new top document numbers its elements above
+//! every id the tab's earlier top documents gave, and a ref from a document that has gone away is
+//! reported stale instead of hitting whatever now has the same id. (`ref_D_N` naming the top
+//! document, as refs were written before, still resolves.) The table of documents is kept in
+//! chrome.storage.session so it survives a worker restart. Resolving a ref
 //! gives a node (a RemoteObject id in the isolated world), its backend node id, or a point in the
 //! viewport.
 //!
@@ -68,6 +71,14 @@ impl Doc {
 struct Table {
     next: u32,
     docs: BTreeMap<u32, Doc>,
+    /// The number of the top document that refs `ref_N` name (0: none yet), the first id its
+    /// elements may have, and the highest id it has given.
+    #[serde(default)]
+    top: u32,
+    #[serde(default)]
+    base: u32,
+    #[serde(default)]
+    high: u32,
     #[serde(skip)]
     dirty: bool,
 }
@@ -118,14 +129,56 @@ async fn load(tab: i32) {
     });
 }
 
-/// The number of a frame's document, assigned the first time it is seen.
-pub fn doc_number(tab: i32, doc: &Doc) -> u32 {
-    TABLES.with(|t| t.borrow_mut().entry(tab).or_default().assign(doc))
+/// How the refs of a document are written, and the first id its elements may have.
+pub struct Naming {
+    /// `ref_` in the tab's top document, `ref_D_` in a frame's.
+    pub prefix: String,
+    /// Ids below it were given by earlier top documents of the tab (0 in frames).
+    pub base: u32,
+    top: bool,
 }
 
-/// The prefix of refs in a document: `ref_D_`.
-pub fn prefix(doc: u32) -> String {
-    format!("ref_{doc}_")
+/// The naming of refs in `doc`, the tab's top document if `top`. A top document seen for the
+/// first time numbers its elements above the highest id of the one before.
+pub fn naming(tab: i32, doc: &Doc, top: bool) -> Naming {
+    TABLES.with(|t| {
+        let mut tables = t.borrow_mut();
+        let table = tables.entry(tab).or_default();
+        let n = table.assign(doc);
+        if !top {
+            return Naming {
+                prefix: format!("ref_{n}_"),
+                base: 0,
+                top,
+            };
+        }
+        if table.top != n {
+            table.base = table.high + 1;
+            table.top = n;
+            table.dirty = true;
+        }
+        Naming {
+            prefix: "ref_".into(),
+            base: table.base,
+            top,
+        }
+    })
+}
+
+/// Notes the next id a document's world will give (`next` of its answer): the top document's
+/// highest id is where the next top document starts.
+pub fn noted(tab: i32, naming: &Naming, next: u32) {
+    if !naming.top {
+        return;
+    }
+    TABLES.with(|t| {
+        if let Some(table) = t.borrow_mut().get_mut(&tab) {
+            if next > table.high {
+                table.high = next;
+                table.dirty = true;
+            }
+        }
+    });
 }
 
 /// Call before a snapshot: loads the table (after a worker restart) and drops documents that are
@@ -285,10 +338,13 @@ pub async fn call_world_with(
     Err("the page-side functions could not be installed".into())
 }
 
-fn parse_ref(r: &str) -> Option<(u32, u32)> {
+/// `ref_N` (the top document: no number) or `ref_D_N`.
+fn parse_ref(r: &str) -> Option<(Option<u32>, u32)> {
     let rest = r.trim().strip_prefix("ref_")?;
-    let (d, n) = rest.split_once('_')?;
-    Some((d.parse().ok()?, n.parse().ok()?))
+    match rest.split_once('_') {
+        Some((d, n)) => Some((Some(d.parse().ok()?), n.parse().ok()?)),
+        None => Some((None, rest.parse().ok()?)),
+    }
 }
 
 /// An element a ref names, checked to be still in the page.
@@ -315,18 +371,25 @@ pub async fn resolve(tab: i32, r: &str) -> Result<Element, String> {
         .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit() || c == '_'));
     if !well_formed {
         return Err(format!(
-            "Invalid ref \"{r}\": refs look like ref_1_12 and come from read_page or find."
+            "Invalid ref \"{r}\": refs look like ref_12 (or ref_2_12 in a frame) and come from read_page or find."
         ));
     }
     let (d, id) = parse_ref(r).ok_or_else(|| unknown(r, tab))?;
     load(tab).await;
     // Numbers are never reused: one given out before and no longer listed is a document that
     // has gone (pruned by a later snapshot).
-    let doc = TABLES.with(|t| {
+    let (doc, base) = TABLES.with(|t| {
         let t = t.borrow();
         let table = t.get(&tab).ok_or_else(|| unknown(r, tab))?;
-        match table.docs.get(&d) {
-            Some(doc) => Ok(doc.clone()),
+        // `ref_N`: the top document the refs were last given in.
+        let d = match d {
+            Some(d) => d,
+            None if table.top == 0 => return Err(unknown(r, tab)),
+            None => table.top,
+        };
+        let base = if d == table.top { table.base } else { 0 };
+        match table.docs.get(&d).map(|doc| (doc, base)) {
+            Some((doc, base)) => Ok((doc.clone(), base)),
             None if d >= 1 && d <= table.next => Err(stale(
                 r,
                 "its page or frame was navigated, reloaded or removed",
@@ -365,6 +428,8 @@ pub async fn resolve(tab: i32, r: &str) -> Result<Element, String> {
         (None, Some(Value::String(s))) if s == "stale" => {
             Err(stale(r, "it was removed from the page"))
         }
+        // An id below the document's first: given by a page the tab showed before.
+        (None, _) if id < base => Err(stale(r, "its page was navigated or reloaded")),
         _ => Err(unknown(r, tab)),
     }
 }
@@ -551,9 +616,10 @@ mod tests {
 
     #[test]
     fn parses_refs_and_quads() {
-        assert_eq!(parse_ref("ref_3_12"), Some((3, 12)));
-        assert_eq!(parse_ref("ref_12"), None);
+        assert_eq!(parse_ref("ref_3_12"), Some((Some(3), 12)));
+        assert_eq!(parse_ref("ref_12"), Some((None, 12)));
         assert_eq!(parse_ref("12"), None);
+        assert_eq!(parse_ref("ref_x"), None);
         let q = json!({"quads": [[10.0, 20.0, 30.0, 20.0, 30.0, 40.0, 10.0, 40.0]]});
         assert_eq!(quad_centre(&q), Some((20.0, 30.0, 20.0, 20.0)));
         assert_eq!(quad_centre(&json!({"quads": []})), None);

@@ -31,11 +31,14 @@ struct Found {
     total: usize,
     #[serde(default)]
     hosts: u32,
+    /// The next id the document's world gives.
+    #[serde(default)]
+    next: u32,
 }
 
 #[derive(Deserialize)]
 struct Match {
-    /// `[ref_D_N] role "name"`.
+    /// `[ref_N] role "name"` (`ref_D_N` in a frame).
     line: String,
     score: u32,
     /// Centre of the element's first box, CSS pixels of its frame's viewport.
@@ -74,7 +77,7 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
             // Its <iframe> has no box: nothing in it can be seen.
             continue;
         };
-        match search(tab, doc, &query).await {
+        match search(tab, doc, i == 0, &query).await {
             Ok(found) => {
                 total += found.total;
                 hits.extend(found.matches.into_iter().enumerate().map(|(rank, m)| Hit {
@@ -129,18 +132,21 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
 }
 
 /// One frame's best matches, closed shadow roots included.
-async fn search(tab: i32, doc: &Doc, query: &str) -> Result<Found, String> {
+async fn search(tab: i32, doc: &Doc, top: bool, query: &str) -> Result<Found, String> {
     let target = doc.target(tab);
     let context = refs::world(&target, &doc.frame).await?;
+    let naming = refs::naming(tab, doc, top);
     let arg = json!({
         "query": query,
-        "prefix": refs::prefix(refs::doc_number(tab, doc)),
+        "prefix": naming.prefix,
+        "base": naming.base,
         "max": MAX_RESULTS,
     });
     let mut found = ask(&target, context, &arg).await?;
     if found.hosts > 0 && read_page::attach_closed_roots(&target, context).await? {
         found = ask(&target, context, &arg).await?;
     }
+    refs::noted(tab, &naming, found.next);
     Ok(found)
 }
 

@@ -1,14 +1,14 @@
 // The page-side walk shared by read_page and find. Runs only in the worker's isolated world
 // (Page.createIsolatedWorld), which the page cannot see: the element → id table (the ref table)
 // lives here, with the document. Called through Runtime.callFunctionOn as `fn(op, arg, version)`:
-//   "tree"    arg {depth, level, interactive, root, prefix, near, have}: this frame's lines, its
+//   "tree"    arg {depth, level, interactive, root, prefix, base, near, have}: this frame's lines, its
 //             iframes (marker lines \u0001<id>), landmark regions, and how many hosts to check.
 //             The whole document with every element (no root, not interactive) is kept with what
 //             it was made from; while none of that changed, the kept answer is given again (or
 //             only `same: true` when the caller holds it: `have` is its token). A new walk whose
 //             caller holds the last one's text sends only the lines between what the two share
 //             at the start (`head` lines) and at the end (`tail` lines), `base` naming the last
-//   "find"    arg {query, prefix, max}: this frame's elements that match, best first, with points
+//   "find"    arg {query, prefix, base, max}: this frame's elements that match, best first, with points
 //   "id"      on an element (`this`): its id, assigned on first sight
 //   "get"     arg id: the element, or "unknown" / "stale"
 //   "hosts"   elements the last walk found that may hold a closed shadow root (each once)
@@ -85,21 +85,27 @@ function make() {
     return s.replace(/["\\]/g, '\\$&');
   };
   const squash = (s) => (TIDY.test(s) ? s : s.replace(/\s+/g, ' ').trim());
-  // A link's address. Root-relative addresses made of plain characters are joined to the base's
-  // origin here: asking the element (`el.href`) parses every one, which is slow on long pages.
+  // A link's address, relative to the document when it is of the same origin (path, query and
+  // fragment), else whole. Root-relative addresses made of plain characters are taken as written
+  // (when the base is of the document's origin): asking the element (`el.href`) parses every
+  // one, which is slow on long pages.
   let origin = null;
   const SIMPLE_PATH = /^\/(?![\/\\])(?:[\w\-~\/?#&=%+:@,;!$*'()]|\.(?![.\/]))*$/;
   const href = (el) => {
     const h = el.getAttribute('href');
-    if (origin !== null && SIMPLE_PATH.test(h)) return origin + h;
-    return el.href;
+    if (origin !== null && SIMPLE_PATH.test(h)) return h;
+    const a = el.href;
+    if (origin !== null && a.startsWith(origin) && a.charCodeAt(origin.length) === 47) return a.slice(origin.length);
+    return a;
   };
+  // Names and text are cut at this many characters, the cut marked with `…`.
+  const CUT = 100;
   const PADS = [];
   const pad = (n) => PADS[n] || (PADS[n] = ' '.repeat(n));
 
   // Per-call state, set by `run`.
   let labelled = new Map();
-  let S, interactive, depth, prefix, lines, frames, regions, vh, margin, finding, found;
+  let S, interactive, depth, prefix, lines, frames, regions, vh, margin, finding, found, allRefs;
 
   const idOf = (el) => {
     let id = S.ids.get(el);
@@ -408,15 +414,15 @@ function make() {
     if (tag === 'select') { const o = el.selectedOptions[0]; value = o ? o.label : ''; }
     else if (tag === 'textarea' || (tag === 'input' && LEAF_FIELDS.has(r))) value = el.type === 'password' ? '' : el.value;
     else if (stated && el.hasAttribute('aria-valuenow')) value = el.getAttribute('aria-valuetext') || el.getAttribute('aria-valuenow');
-    if (value && value !== nm) out += ' value="' + clip(value, 200) + '"';
+    if (value && value !== nm) out += ' value="' + clip(value, CUT) + '"';
     if (attrs && (tag === 'input' || tag === 'textarea')) {
       const ph = el.getAttribute('placeholder');
-      if (ph && ph !== nm) out += ' placeholder="' + clip(ph, 100) + '"';
+      if (ph && ph !== nm) out += ' placeholder="' + clip(ph, CUT) + '"';
     }
     if (stated) {
       const d = el.getAttribute('aria-describedby');
       const desc = d ? squash(byIds(el, d)) : '';
-      if (desc && desc !== nm) out += ' description="' + clip(desc, 200) + '"';
+      if (desc && desc !== nm) out += ' description="' + clip(desc, CUT) + '"';
     }
     let checked = aria('aria-checked');
     if (tag === 'input' && (el.type === 'checkbox' || el.type === 'radio')) checked = el.indeterminate ? 'mixed' : String(el.checked);
@@ -449,6 +455,23 @@ function make() {
     return false;
   };
 
+  // The text of an element of inline formatting without a role of its own ('' when it shows
+  // nothing), or null if it is not one.
+  const inlineText = (c, budget) => {
+    const tag = c.localName;
+    if (!INLINE.has(tag) || budget === 0 || rootOf(c)) return SKIP.has(tag) ? '' : null;
+    if (c.hasAttributes()) {
+      if (c.hasAttribute('role') || c.hasAttribute('aria-label') || c.hasAttribute('aria-labelledby') ||
+          c.hasAttribute('tabindex') || c.hasAttribute('contenteditable') || c.hasAttribute('title') ||
+          c.hasAttribute('aria-describedby') || c.hasAttribute('onclick')) {
+        return ariaHidden(c) ? '' : null;
+      }
+      // Without attributes it takes its visibility from the text around it (checked).
+      if (hidden(c)) return '';
+    }
+    if (tag === 'br') return ' ';
+    return plainText(c, budget - 1);
+  };
   // The text of content made only of text and inline formatting (no roles of its own), or null.
   const plainText = (parent, budget) => {
     let s = '';
@@ -456,37 +479,97 @@ function make() {
       const t = c.nodeType;
       if (t === 3) s += c.data;
       else if (t === 1) {
-        const tag = c.localName;
-        if (!INLINE.has(tag) || budget === 0 || rootOf(c)) {
-          if (SKIP.has(tag)) continue;
-          return null;
-        }
-        if (c.hasAttributes() && (c.hasAttribute('role') || c.hasAttribute('aria-label') || c.hasAttribute('aria-labelledby') ||
-            c.hasAttribute('tabindex') || c.hasAttribute('contenteditable') || c.hasAttribute('title') ||
-            c.hasAttribute('aria-describedby'))) {
-          if (ariaHidden(c)) continue;
-          return null;
-        }
-        if (tag === 'br') { s += ' '; continue; }
-        // Without attributes it takes its visibility from the text around it (checked).
-        if (c.hasAttributes() && hidden(c)) continue;
-        const inner = plainText(c, budget - 1);
+        const inner = inlineText(c, budget);
         if (inner === null) return null;
         s += inner;
       }
     }
     return s;
   };
-
-  const line = (el, r, nm, level, shown, tag, attrs) => {
-    const id = idOf(el);
-    let s = pad(interactive ? 0 : level) + r;
-    if (shown) s += ' "' + clip(shown, 300) + '"';
-    s += ' [' + prefix + id + ']' + state(el, tag, r, nm, attrs);
-    lines.push(s);
-    if (REGIONS.has(r) && regions.length < 12) {
-      regions.push(r + (nm ? ' "' + clip(nm, 60) + '"' : '') + ' [' + prefix + id + ']');
+  // Elements that may sit in running text with lines of their own (links, controls, images…).
+  const PHRASING = set('a area button img input select textarea label svg audio video canvas meter progress output iframe object embed');
+  // Content of running text: text, inline formatting and elements that get lines of their own
+  // (no block among them). Gives the text as read (up to a little over CUT characters), whether
+  // any of it is the element's own (outside those elements), and those elements; or null.
+  const phrasing = (parent) => {
+    let s = '';
+    let own = false;
+    let cut = false;
+    const els = [];
+    for (let c = parent.firstChild; c; c = c.nextSibling) {
+      const t = c.nodeType;
+      if (t === 3) {
+        const d = c.data;
+        if (!own && !blank(d)) own = true;
+        if (s.length <= CUT) s += d;
+        else cut = true;
+      } else if (t === 1) {
+        const inner = inlineText(c, 4);
+        if (inner !== null) {
+          if (!own && inner.trim()) own = true;
+          if (s.length <= CUT) s += inner;
+          else cut = true;
+          continue;
+        }
+        if (!PHRASING.has(c.localName) && !(INLINE.has(c.localName) && !rootOf(c))) return null;
+        els.push(c);
+        if (s.length <= CUT) s += nameInContent(c, 4);
+        else cut = true;
+      }
     }
+    return { text: s, own, els, cut };
+  };
+  // The nodes from `first` on, under a visible element (or the wrapper `host`, checked at its
+  // first text): elements walked, runs of text and inline formatting each one text line.
+  const children = (first, level, parentName, inSel, owner, host) => {
+    let run = '';
+    let vis = host ? 0 : 1;
+    const flush = () => {
+      if (vis === 0) vis = inSel || !hidden(host) ? 1 : -1;
+      if (vis > 0) text(run, level, parentName, owner);
+      run = '';
+    };
+    for (let c = first; c; c = c.nextSibling) {
+      const t = c.nodeType;
+      if (t === 3) {
+        if (run || !blank(c.data)) run += c.data;
+      } else if (t === 1) {
+        if (!finding && !interactive) {
+          const inner = inlineText(c, 4);
+          if (inner !== null) {
+            run += inner;
+            continue;
+          }
+        }
+        if (run && !blank(run)) flush();
+        run = '';
+        walk(c, level, parentName, inSel, owner);
+      }
+    }
+    if (run && !blank(run)) flush();
+  };
+
+  // Roles that are only text or structure get no ref of their own (unless the element can be
+  // focused, edited or has a click handler in its markup): nothing acts on them, and find gives
+  // any element's ref.
+  const NO_REF = set('paragraph list listitem term definition blockquote caption figcaption strong emphasis code abbr mark deletion insertion subscript superscript time separator cell row rowgroup math label legend');
+  const needsRef = (el, r, attrs) => !NO_REF.has(r) ||
+    (attrs && (el.hasAttribute('tabindex') || el.hasAttribute('onclick') || el.hasAttribute('contenteditable')));
+  const line = (el, r, nm, level, shown, tag, attrs) => {
+    let s = pad(interactive ? 0 : level) + r;
+    if (shown) s += ' "' + clip(shown, CUT) + '"';
+    if (allRefs || needsRef(el, r, attrs)) {
+      const id = idOf(el);
+      s += ' [' + prefix + id + ']';
+      if (REGIONS.has(r) && regions.length < 12) {
+        regions.push(r + (nm ? ' "' + clip(nm, 60) + '"' : '') + ' [' + prefix + id + ']');
+      }
+    }
+    lines.push(s + state(el, tag, r, nm, attrs));
+  };
+  const far = (el) => {
+    const b = el.getBoundingClientRect();
+    return b.width > 0 && b.height > 0 && (b.bottom < -margin || b.top > vh + margin);
   };
   const near = (el) => {
     const b = el.getBoundingClientRect();
@@ -531,6 +614,10 @@ function make() {
     let r = explicit ? explicitRole(explicit) : role(el, tag, attrs);
     if (r === null) return;
     const inSel = inSelect || tag === 'select';
+    if (interactive) {
+      active(el, tag, attrs, r, level, inSel);
+      return;
+    }
     let nm = '';
     let editable = false;
     let focusable = false;
@@ -586,13 +673,23 @@ function make() {
         }
       }
     }
+    // Running text with links or controls in it: its text on this line (when some is its own),
+    // then a line for each of those elements.
+    let els = null;
+    if (!leaf && first && !finding && tag !== 'slot' && r !== 'iframe') {
+      const p = phrasing(parent);
+      if (p) {
+        els = p.els;
+        if (!nm && p.own) {
+          shown = squash(p.text);
+          if (p.cut && shown.length <= CUT) shown += '…';
+        }
+      }
+    }
     let mine = owner;
     if (finding) {
       mine = candidate(el, r, nm, shown, tag, attrs);
       if (rest) mine.text += ' ' + rest;
-    } else if (interactive) {
-      const can = INTERACTIVE.has(r) || editable || (el.tabIndex >= 0 && r !== 'iframe');
-      if (can && near(el)) line(el, r, nm, 0, shown, tag, attrs);
     } else {
       line(el, r, nm, level, shown, tag, attrs);
     }
@@ -604,23 +701,64 @@ function make() {
       return;
     }
     if (leaf) {
-      if (rest && !finding && !interactive && level + 1 < depth) textLine(rest, level + 1, nm);
+      if (rest && !finding && level + 1 < depth) textLine(rest, level + 1, nm);
       return;
     }
     const said = shown ? squash(shown) : '';
+    if (els) {
+      for (const c of els) walk(c, level + 1, said, inSel, mine);
+      return;
+    }
     if (tag === 'slot') {
       const a = slotted(el);
       if (a) { for (const n of a) visit(n, level + 1, said, inSel, mine); return; }
     }
-    for (let c = first; c; c = c.nextSibling) visit(c, level + 1, said, inSel, mine);
+    children(first, level + 1, said, inSel, mine, null);
+  };
+  // filter "interactive": only what can be acted on in or near the viewport gets a line, with
+  // its role and name; nothing else is named, and a frame far from the viewport is not entered.
+  const FOCUS_TAGS = set('a area button input select textarea summary audio video embed object');
+  const active = (el, tag, attrs, r, level, inSel) => {
+    if (level >= depth) return;
+    const editable = attrs && el.hasAttribute('contenteditable') && editableRoot(el);
+    const parent = kids(el, tag);
+    // The focusable: by role, by a tabindex, and media with controls (asking every element for
+    // its tabIndex is what made this walk slow).
+    const can = INTERACTIVE.has(r) || editable ||
+      (((attrs && el.hasAttribute('tabindex')) || FOCUS_TAGS.has(tag)) && r !== 'iframe' && el.tabIndex >= 0);
+    if (r === 'iframe') {
+      if (near(el) && !hidden(el)) {
+        const id = idOf(el);
+        lines.push('\u0001' + id);
+        frames.push([Number(id), 0]);
+      }
+      return;
+    }
+    if (can && near(el) && (inSel || !hidden(el))) {
+      const nm = name(el, tag, r, attrs);
+      let shown = nm;
+      if (!shown && parent.firstChild) {
+        const t = plainText(parent, 4);
+        if (t) shown = squash(t);
+      }
+      line(el, NOISE.has(r) ? 'generic' : r, nm, 0, shown, tag, attrs);
+    }
+    if (r === 'image' || (LEAF_FIELDS.has(r) && tag !== 'div' && tag !== 'span' && tag !== 'select')) return;
+    // What is far from the viewport is not walked: a container whose box lies wholly outside
+    // the margin (checked from the top down, so most of a long page costs one box per section).
+    // Content fixed to the viewport inside such a container is missed.
+    if (!can && el.firstElementChild && far(el)) return;
+    const next = NOISE.has(r) ? level : level + 1;
+    if (tag === 'slot') {
+      const a = slotted(el);
+      if (a) { for (const n of a) if (n.nodeType === 1) walk(n, next, '', inSel, null); return; }
+    }
+    for (let c = parent.firstChild; c; c = c.nextSibling) if (c.nodeType === 1) walk(c, next, '', inSel, null);
   };
   // An unnamed wrapper: its children take its place.
   const wrapper = (el, tag, level, parentName, inSel, owner, focusable) => {
     const parent = kids(el, tag);
-    if (focusable && (interactive || finding) && level < depth && el.tabIndex >= 0 && !hidden(el)) {
-      if (finding) owner = candidate(el, 'generic', '', '', tag, true);
-      else if (near(el)) line(el, 'generic', '', 0, '', tag, true);
-    }
+    if (focusable && finding && el.tabIndex >= 0 && !hidden(el)) owner = candidate(el, 'generic', '', '', tag, true);
     if (tag === 'slot') {
       const a = slotted(el);
       if (a) {
@@ -629,27 +767,7 @@ function make() {
       }
     }
     const first = parent.firstChild;
-    if (!first) return;
-    // A wrapper of text and inline formatting only: one text line.
-    if (!finding && !interactive && first.nextSibling) {
-      const t = plainText(parent, 4);
-      if (t !== null) {
-        if (level < depth && !inSel && !hidden(el)) textLine(t, level, parentName);
-        return;
-      }
-    }
-    // Text of its own is shown only if the wrapper is visible: checked once, at the first text.
-    let vis = 0;
-    for (let c = first; c; c = c.nextSibling) {
-      const t = c.nodeType;
-      if (t === 1) walk(c, level, parentName, inSel, owner);
-      else if (t === 3) {
-        const d = c.data;
-        if (blank(d)) continue;
-        if (vis === 0) vis = inSel || !hidden(el) ? 1 : -1;
-        if (vis > 0) text(d, level, parentName, owner);
-      }
-    }
+    if (first) children(first, level, parentName, inSel, owner, el);
   };
   // A piece of text: a line, or find's candidate's text.
   const text = (d, level, parentName, owner) => {
@@ -659,7 +777,7 @@ function make() {
   const blank = (d) => d.charCodeAt(0) <= 32 && !d.trim();
   const textLine = (t, level, parentName) => {
     t = squash(t);
-    if (t && !parentName.includes(t)) lines.push(pad(level) + 'text "' + clip(t, 500) + '"');
+    if (t && !parentName.includes(t)) lines.push(pad(level) + 'text "' + clip(t, CUT) + '"');
   };
   // A node under a visible element.
   const visit = (node, level, parentName, inSelect, owner) => {
@@ -679,8 +797,13 @@ function make() {
     img: 'image', picture: 'image', photo: 'image',
   }));
   const score = (c, query, words) => {
-    const name = c.nm.toLowerCase();
-    const other = (c.text + ' ' + c.extra).replace(/\s+/g, ' ').toLowerCase();
+    // Lower-cased once per candidate: the kept candidates are matched again by later finds.
+    if (c.ln === undefined) {
+      c.ln = c.nm.toLowerCase();
+      c.lo = (c.text + ' ' + c.extra).replace(/\s+/g, ' ').toLowerCase();
+    }
+    const name = c.ln;
+    const other = c.lo;
     let s = 0;
     if (name && name === query) s += 100;
     else if (name && name.includes(query)) s += 50;
@@ -715,12 +838,15 @@ function make() {
     }
     S.pending = [];
     deps = null;
+    // The tab's top document numbers its elements from `base` on (above those of the documents
+    // it had before): a ref from an earlier page is never another element of this one.
+    if (arg.base && S.next < arg.base - 1) S.next = arg.base - 1;
     const viewport = [Math.round(innerWidth), Math.round(innerHeight)];
     const key = op === 'tree' && !arg.interactive && !arg.root ? arg.depth + ' ' + (arg.level || 0) + ' ' + arg.prefix : null;
     const kept = S.cache;
     if (key !== null && kept && kept.key === key && unchanged(kept.deps)) {
-      if (arg.have === kept.token) return { same: true, token: kept.token, viewport };
-      return { text: kept.lines.join('\n'), frames: kept.frames, regions: kept.regions, hosts: 0, viewport, token: kept.token };
+      if (arg.have === kept.token) return { same: true, token: kept.token, viewport, next: S.next };
+      return { text: kept.lines.join('\n'), frames: kept.frames, regions: kept.regions, hosts: 0, viewport, token: kept.token, next: S.next };
     }
     if (key !== null) {
       S.cache = null;
@@ -728,6 +854,8 @@ function make() {
     }
     labelled = new Map();
     prefix = arg.prefix;
+    // Every line with its ref (for tests that compare lines with Chrome's tree by element).
+    allRefs = !!arg.allRefs;
     lines = [];
     frames = [];
     regions = [];
@@ -735,7 +863,7 @@ function make() {
     margin = vh * (arg.near || 1);
     finding = op === 'find';
     const base = document.baseURI;
-    origin = base.startsWith('http') ? new URL(base).origin : null;
+    origin = base.startsWith('http') && new URL(base).origin === location.origin ? location.origin : null;
     found = [];
     interactive = !finding && !!arg.interactive;
     depth = finding ? Infinity : arg.depth;
@@ -765,10 +893,10 @@ function make() {
         for (const b of c.el.getClientRects()) {
           if (b.width > 0 && b.height > 0) { point = [b.left + b.width / 2, b.top + b.height / 2]; break; }
         }
-        out.push({ line: '[' + prefix + idOf(c.el) + '] ' + c.r + (shown ? ' "' + clip(shown, 120) + '"' : ''), score: s, point });
+        out.push({ line: '[' + prefix + idOf(c.el) + '] ' + c.r + (shown ? ' "' + clip(shown, CUT) + '"' : ''), score: s, point });
       }
       found = [];
-      return { matches: out, total: hits.length, hosts: S.pending.length };
+      return { matches: out, total: hits.length, hosts: S.pending.length, next: S.next };
     }
     let level = arg.level || 0;
     let root = arg.root;
@@ -781,14 +909,14 @@ function make() {
     }
     if (!root) {
       if (!interactive) {
-        lines.push(pad(level) + 'document' + (document.title ? ' "' + clip(document.title, 300) + '"' : '') +
+        lines.push(pad(level) + 'document' + (document.title ? ' "' + clip(document.title, CUT) + '"' : '') +
           ' [' + prefix + idOf(document) + ']');
         level += 1;
       }
       if (document.body) walk(document.body, level, '', false, null);
     }
     const text = lines.join('\n');
-    const out = { text, frames, regions, hosts: S.pending.length, viewport };
+    const out = { text, frames, regions, hosts: S.pending.length, viewport, next: S.next };
     if (deps) {
       // Named uniquely across worlds: the worker may hold one from an earlier world.
       S.tokens = (S.tokens || 0) + 1;

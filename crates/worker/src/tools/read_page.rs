@@ -152,6 +152,9 @@ struct Rendered {
     tail: usize,
     #[serde(default)]
     lines: usize,
+    /// The next id the document's world gives.
+    #[serde(default)]
+    next: u32,
     #[serde(skip)]
     doc: Option<Doc>,
     #[serde(skip)]
@@ -176,7 +179,7 @@ impl Walk<'_> {
         root: Option<u32>,
         level: u32,
     ) -> Result<Rendered, String> {
-        let prefix = refs::prefix(refs::doc_number(self.tab, doc));
+        let naming = refs::naming(self.tab, doc, *doc == self.frames[0]);
         let key = (root.is_none() && !self.interactive).then(|| kept_key(self.tab, doc));
         let have = key
             .as_ref()
@@ -186,7 +189,8 @@ impl Walk<'_> {
             "level": level,
             "interactive": self.interactive,
             "root": root,
-            "prefix": prefix,
+            "prefix": naming.prefix,
+            "base": naming.base,
             "near": NEAR_VIEWPORTS,
             "have": have,
         });
@@ -195,6 +199,7 @@ impl Walk<'_> {
         if r.hosts > 0 && attach_closed_roots(&target, context).await? {
             r = self.render(&target, context, &arg).await?;
         }
+        refs::noted(self.tab, &naming, r.next);
         let kept = || {
             key.as_ref()
                 .and_then(|k| KEPT.with(|kept| kept.borrow().get(k).cloned()))
