@@ -129,7 +129,7 @@ pub fn parse_batch(text: &str) -> Result<Vec<Result<Command, Malformed>>, String
         #[serde(default)]
         commands: Vec<Value>,
     }
-    match serde_json::from_str::<Batch>(text) {
+    match serde_json::from_str(text).and_then(crate::json::from_value::<Batch>) {
         Ok(b) => Ok(b.commands.into_iter().map(Command::from_value).collect()),
         Err(e) => {
             let list = top_level_field(text, "commands")
