@@ -106,7 +106,7 @@ build_worker() {
   wasm-bindgen --target web --no-typescript --remove-name-section --remove-producers-section \
     --out-dir "$PKG" "$ROOT/target/wasm32-unknown-unknown/release/browser_operator_worker.wasm"
   local wasm="$PKG/browser_operator_worker_bg.wasm"
-  "$WASM_OPT" -Oz --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
+  "$WASM_OPT" -Oz --converge --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
     --enable-reference-types --enable-multivalue --enable-mutable-globals "$wasm" -o "$wasm.opt"
   mv "$wasm.opt" "$wasm"
   say "worker: $(wc -c <"$wasm") bytes raw, $(gzip -9c "$wasm" | wc -c) bytes gzip"
@@ -120,7 +120,7 @@ build_sandbox() {
   wasm-bindgen --target web --no-typescript --remove-name-section --remove-producers-section \
     --out-dir "$PKG/sandbox" "$ROOT/target/wasm32-unknown-unknown/release/browser_operator_sandbox.wasm"
   local wasm="$PKG/sandbox/browser_operator_sandbox_bg.wasm"
-  "$WASM_OPT" -Oz --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
+  "$WASM_OPT" -Oz --converge --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
     --enable-reference-types --enable-multivalue --enable-mutable-globals "$wasm" -o "$wasm.opt"
   mv "$wasm.opt" "$wasm"
   say "sandbox: $(wc -c <"$wasm") bytes raw, $(gzip -9c "$wasm" | wc -c) bytes gzip"

@@ -317,6 +317,7 @@ impl PageTools {
             namespaces: Vec<Value>,
         }
         let raw: Raw = serde_json::from_str(&without_lone_surrogates(text))
+            .and_then(crate::json::from_value)
             .map_err(|e| format!("The page's tool registry is malformed: {e}"))?;
         let mut tools = PageTools {
             revision: raw.revision,
@@ -329,7 +330,7 @@ impl PageTools {
                 .and_then(Value::as_str)
                 .map(|n| n.chars().take(64).collect::<String>())
                 .unwrap_or_default();
-            let checked = serde_json::from_value::<Namespace>(value)
+            let checked = crate::json::from_value::<Namespace>(value)
                 .map_err(|e| format!("{name}: the namespace is malformed: {e}"))
                 .and_then(|ns| {
                     check_namespace(&ns)?;

@@ -39,7 +39,11 @@ const CATALOG_JSON: &str = include_str!("catalog.json");
 fn entries() -> &'static [Entry] {
     static ENTRIES: OnceLock<Vec<Entry>> = OnceLock::new();
     // The file is part of the build and the unit tests parse it, so this cannot fail at run time.
-    ENTRIES.get_or_init(|| serde_json::from_str(CATALOG_JSON).expect("catalog.json is valid"))
+    ENTRIES.get_or_init(|| {
+        serde_json::from_str(CATALOG_JSON)
+            .and_then(crate::json::from_value)
+            .expect("catalog.json is valid")
+    })
 }
 
 impl Entry {

@@ -62,7 +62,7 @@ impl ServerFrame {
                         error: "a frame without a string `type`".into(),
                     });
                 }
-                serde_json::from_value(Value::Object(o)).map_err(|e| Malformed {
+                crate::json::from_value(Value::Object(o)).map_err(|e| Malformed {
                     id: None,
                     error: format!("a malformed frame ({e})"),
                 })

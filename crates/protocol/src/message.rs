@@ -1,6 +1,6 @@
 //! Commands (backend → extension) and their results (extension → backend).
 
-use serde::{Deserialize, Serialize};
+use serde::{de, Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
 /// One tool invocation. `id` is echoed back as `commandId`.
@@ -129,7 +129,7 @@ pub fn parse_batch(text: &str) -> Result<Vec<Result<Command, Malformed>>, String
         #[serde(default)]
         commands: Vec<Value>,
     }
-    match serde_json::from_str::<Batch>(text) {
+    match serde_json::from_str(text).and_then(crate::json::from_value::<Batch>) {
         Ok(b) => Ok(b.commands.into_iter().map(Command::from_value).collect()),
         Err(e) => {
             let list = top_level_field(text, "commands")
@@ -316,7 +316,10 @@ impl ToolResult {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// Read by hand (as serde's derive would read it): the derive buffers tagged and untagged
+/// enums through serde's `Content`, which made these three types a tenth of the worker's
+/// serde code.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "lowercase")]
 pub enum ContentBlock {
     Text {
@@ -337,7 +340,7 @@ impl ContentBlock {
 }
 
 /// A command's outcome: content, or an error message a model can act on.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum Outcome {
     Result { result: ToolResult },
@@ -345,12 +348,72 @@ pub enum Outcome {
 }
 
 /// `{commandId, result: {content}}` or `{commandId, error}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CommandResult {
     #[serde(rename = "commandId")]
     pub command_id: String,
     #[serde(flatten)]
     pub outcome: Outcome,
+}
+
+/// `key`'s value, read as a `T`; serde's "missing field" when absent.
+fn take<T: de::DeserializeOwned, E: de::Error>(
+    m: &mut Map<String, Value>,
+    key: &'static str,
+) -> Result<T, E> {
+    match m.remove(key) {
+        Some(v) => crate::json::from_value(v).map_err(E::custom),
+        None => Err(E::missing_field(key)),
+    }
+}
+
+impl<'de> Deserialize<'de> for ContentBlock {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let mut m = Map::<String, Value>::deserialize(d)?;
+        let kind: String = take(&mut m, "type")?;
+        match kind.as_str() {
+            "text" => Ok(ContentBlock::Text {
+                text: take(&mut m, "text")?,
+            }),
+            "image" => Ok(ContentBlock::Image {
+                data: take(&mut m, "data")?,
+                mime_type: take(&mut m, "mimeType")?,
+            }),
+            other => Err(de::Error::unknown_variant(other, &["text", "image"])),
+        }
+    }
+}
+
+/// The untagged enum's reading: `result` when it reads as a tool result, else `error`.
+fn outcome_of<E: de::Error>(mut m: Map<String, Value>) -> Result<Outcome, E> {
+    if let Some(r) = m.remove("result") {
+        if let Ok(result) = crate::json::from_value::<ToolResult>(r) {
+            return Ok(Outcome::Result { result });
+        }
+    }
+    match m.remove("error") {
+        Some(Value::String(error)) => Ok(Outcome::Error { error }),
+        _ => Err(E::custom(
+            "data did not match any variant of untagged enum Outcome",
+        )),
+    }
+}
+
+impl<'de> Deserialize<'de> for Outcome {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        outcome_of(Map::<String, Value>::deserialize(d)?)
+    }
+}
+
+impl<'de> Deserialize<'de> for CommandResult {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let mut m = Map::<String, Value>::deserialize(d)?;
+        let command_id = take(&mut m, "commandId")?;
+        Ok(CommandResult {
+            command_id,
+            outcome: outcome_of(m)?,
+        })
+    }
 }
 
 impl CommandResult {
@@ -399,6 +462,67 @@ mod tests {
         let parsed: T = serde_json::from_value(v.clone()).expect("parses");
         assert_eq!(serde_json::to_value(&parsed).expect("serializes"), v);
         parsed
+    }
+
+    #[test]
+    fn results_read_as_the_derive_read_them() {
+        let r: CommandResult = serde_json::from_str(
+            r#"{"commandId":"c","result":{"content":[{"type":"text","text":"t"},{"type":"image","data":"d","mimeType":"image/png","x":1}]},"extra":1}"#,
+        )
+        .unwrap();
+        assert_eq!(r.payload_len(), 1 + 1 + 1 + 9);
+        let e: CommandResult =
+            crate::json::from_value(json!({"commandId": "c", "result": 5, "error": "no"})).unwrap();
+        assert_eq!(e, CommandResult::error("c", "no"));
+        let f: crate::ExtensionFrame =
+            serde_json::from_value(json!({"type": "result", "commandId": "c", "error": "e"}))
+                .unwrap();
+        assert!(matches!(
+            f,
+            crate::ExtensionFrame::Result {
+                outcome: Outcome::Error { .. },
+                ..
+            }
+        ));
+        for (bad, says) in [
+            (
+                json!({"result": {"content": []}}),
+                "missing field `commandId`",
+            ),
+            (
+                json!({"commandId": "c"}),
+                "did not match any variant of untagged enum Outcome",
+            ),
+            (
+                json!({"commandId": "c", "error": 3}),
+                "did not match any variant",
+            ),
+        ] {
+            let e = serde_json::from_value::<CommandResult>(bad)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(says), "{e}");
+        }
+        for (bad, says) in [
+            (json!({"text": "t"}), "missing field `type`"),
+            (
+                json!({"type": "audio"}),
+                "unknown variant `audio`, expected `text` or `image`",
+            ),
+            (
+                json!({"type": "image", "data": "d"}),
+                "missing field `mimeType`",
+            ),
+            (
+                json!({"type": "text", "text": 1}),
+                "invalid type: integer `1`, expected a string",
+            ),
+        ] {
+            let e = crate::json::from_value::<ContentBlock>(bad)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(says), "{e}");
+        }
     }
 
     #[test]

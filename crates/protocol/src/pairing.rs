@@ -84,7 +84,7 @@ impl PairOffer {
             .get("config")
             .filter(|c| c.is_object())
             .ok_or_else(|| err("config", "The offer has no config object."))?;
-        let config: ConnectionConfig = serde_json::from_value(config.clone())
+        let config: ConnectionConfig = crate::json::from_value(config.clone())
             .map_err(|e| err("config", format!("The offer's config is malformed: {e}")))?;
         let config = config.normalized()?;
         let brand = match message.get("brand") {

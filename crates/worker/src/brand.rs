@@ -15,7 +15,7 @@ pub struct Brand {
 const BRAND_JSON: &str = include_str!("../../../brand.json");
 
 pub fn brand() -> Brand {
-    serde_json::from_str(BRAND_JSON).unwrap_or_else(|_| Brand {
+    crate::js::parse_json(BRAND_JSON).unwrap_or_else(|_| Brand {
         product_name: "Browser Operator".into(),
         group_title: "Browser Operator".into(),
         group_color: "blue".into(),

@@ -6,15 +6,49 @@ use serde::{de::DeserializeOwned, Serialize};
 use std::future::Future;
 use wasm_bindgen::{JsCast, JsValue};
 
-/// Serializes to plain JS objects (never `Map`, which chrome.* rejects).
+/// Serializes to plain JS objects (never `Map`, which chrome.* rejects): written as JSON and
+/// parsed by the browser. One serializer for every type (the one the wire uses) keeps the wasm
+/// small, and one `JSON.parse` is faster than building the object field by field across the
+/// boundary.
 pub fn to_js<T: Serialize + ?Sized>(value: &T) -> Result<JsValue, String> {
-    value
-        .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
-        .map_err(|e| format!("internal: cannot convert to JS: {e}"))
+    let text =
+        serde_json::to_string(value).map_err(|e| format!("internal: cannot convert to JS: {e}"))?;
+    js_sys::JSON::parse(&text)
+        .map_err(|e| format!("internal: cannot convert to JS: {}", error_text(&e)))
 }
 
+/// The JSON of a JS value (`null` for `undefined`), parsed in Rust: one `JSON.stringify`
+/// instead of a conversion field by field across the boundary.
+pub fn json_of(value: &JsValue) -> Result<serde_json::Value, String> {
+    if value.is_undefined() {
+        return Ok(serde_json::Value::Null);
+    }
+    let text = js_sys::JSON::stringify(value)
+        .map_err(|e| format!("unexpected value from Chrome: {}", error_text(&e)))?;
+    match text.as_string() {
+        Some(text) => {
+            serde_json::from_str(&text).map_err(|e| format!("unexpected value from Chrome: {e}"))
+        }
+        // A function or symbol: nothing JSON can say.
+        None => Ok(serde_json::Value::Null),
+    }
+}
+
+/// A typed value from JS, through [`json_of`] and [`from_json`].
 pub fn from_js<T: DeserializeOwned>(value: JsValue) -> Result<T, String> {
-    serde_wasm_bindgen::from_value(value).map_err(|e| format!("unexpected value from Chrome: {e}"))
+    from_json(json_of(&value)?).map_err(|e| format!("unexpected value from Chrome: {e}"))
+}
+
+/// The one way the worker reads a typed value: from a parsed `serde_json::Value`, through
+/// `protocol::json` (serde's code is generated once per type and deserializer, and it is most of
+/// the wasm's size: every type read by one deserializer).
+pub fn from_json<T: DeserializeOwned>(value: serde_json::Value) -> Result<T, serde_json::Error> {
+    protocol::json::from_value(value)
+}
+
+/// A typed value from JSON text, through [`from_json`].
+pub fn parse_json<T: DeserializeOwned>(text: &str) -> Result<T, serde_json::Error> {
+    from_json(serde_json::from_str(text)?)
 }
 
 /// The message of a thrown JS value (an `Error`'s message, or the value as text).

@@ -71,7 +71,7 @@ pub fn on_debugger_event(source: JsValue, method: String, params: JsValue) {
     let session = js_sys::Reflect::get(&source, &JsValue::from_str("sessionId"))
         .ok()
         .and_then(|v| v.as_string());
-    let params: serde_json::Value = js::from_js(params).unwrap_or(serde_json::Value::Null);
+    let params = js::json_of(&params).unwrap_or(serde_json::Value::Null);
     boundary::on_event(tab as i32, session.as_deref(), &method, &params);
     observers::on_event(tab as i32, session.as_deref(), &method, &params);
 }

@@ -237,7 +237,7 @@ async fn resources_since(tab: i32, from: f64) -> Vec<TimedResource> {
     .await;
     out.ok()
         .and_then(|v| v.pointer("/result/value").cloned())
-        .and_then(|v| serde_json::from_value::<Vec<TimedResource>>(v).ok())
+        .and_then(|v| crate::js::from_json::<Vec<TimedResource>>(v).ok())
         .unwrap_or_default()
 }
 

@@ -103,7 +103,7 @@ fn content_script_origin(sender: &JsValue) -> Option<String> {
 }
 
 async fn handle_content_script(message: JsValue, origin: String) -> JsValue {
-    let message: Value = match from_js(message) {
+    let message: Value = match crate::js::json_of(&message) {
         Ok(m) => m,
         Err(_) => return JsValue::UNDEFINED,
     };
@@ -149,7 +149,7 @@ pub async fn handle(message: JsValue, sender: JsValue) -> JsValue {
             to_js(&state).unwrap_or(JsValue::NULL)
         }
         Request::SaveConfig { config } => {
-            let parsed: Result<ConnectionConfig, ConfigError> = serde_json::from_value(config)
+            let parsed: Result<ConnectionConfig, ConfigError> = crate::js::from_json(config)
                 .map_err(|e| ConfigError {
                     field: if e.to_string().contains("transport") {
                         "transport"

@@ -122,7 +122,7 @@ async fn load(tab: i32) {
         .await
         .ok()
         .flatten()
-        .and_then(|s| serde_json::from_str(&s).ok())
+        .and_then(|s| crate::js::parse_json(&s).ok())
         .unwrap_or_default();
     TABLES.with(|t| {
         t.borrow_mut().entry(tab).or_insert(table);

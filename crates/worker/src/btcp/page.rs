@@ -95,7 +95,7 @@ pub async fn invoke(
             MAX_PAGE_TEXT >> 10
         ));
     }
-    let answer: Answer = serde_json::from_str(text)
+    let answer: Answer = crate::js::parse_json(text)
         .map_err(|e| format!("{namespace}.{method}: the page's answer is malformed: {e}"))?;
     if answer.ok {
         Ok(answer.value)

@@ -158,7 +158,7 @@ pub async fn run(tab: i32, script: &str, timeout_ms: Option<u32>) -> Result<Tool
     } = sandbox
         .as_ref()
         .and_then(|s| s.console().ok())
-        .and_then(|text| serde_json::from_str(&text).ok())
+        .and_then(|text| crate::js::parse_json(&text).ok())
         .unwrap_or_default();
     drop(inflight);
     if let Some(s) = sandbox {
@@ -194,7 +194,7 @@ fn guarded_step(
         return failed("internal: the sandbox is gone");
     };
     match f(running) {
-        Ok(text) => serde_json::from_str(&text)
+        Ok(text) => crate::js::parse_json(&text)
             .unwrap_or_else(|e| failed(format!("internal: the sandbox's step: {e}"))),
         Err(thrown) => {
             if let Some(lost) = sandbox.take() {

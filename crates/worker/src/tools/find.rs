@@ -152,7 +152,7 @@ async fn search(tab: i32, doc: &Doc, top: bool, query: &str) -> Result<Found, St
 
 async fn ask(target: &Target, context: i64, arg: &Value) -> Result<Found, String> {
     let out = refs::call_world(target, context, None, "find", arg.clone(), true).await?;
-    serde_json::from_value(out.get("value").cloned().unwrap_or(Value::Null))
+    crate::js::from_json(out.get("value").cloned().unwrap_or(Value::Null))
         .map_err(|e| format!("the page-side search returned something unexpected: {e}"))
 }
 

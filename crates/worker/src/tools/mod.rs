@@ -160,7 +160,7 @@ async fn run(tool: &str, args: Map<String, Value>) -> Result<ToolResult, String>
 
 /// Typed arguments; the schema check has already given the friendly message for most mistakes.
 fn parse<T: DeserializeOwned>(args: Map<String, Value>) -> Result<T, String> {
-    serde_json::from_value(Value::Object(args)).map_err(|e| format!("Invalid arguments: {e}"))
+    crate::js::from_json(Value::Object(args)).map_err(|e| format!("Invalid arguments: {e}"))
 }
 
 /// Cuts `text` to at most `max` characters, saying how much was left out.

@@ -249,7 +249,7 @@ impl Walk<'_> {
 
     async fn render(&self, target: &Target, context: i64, arg: &Value) -> Result<Rendered, String> {
         let mut out = refs::call_world(target, context, None, "tree", arg.clone(), true).await?;
-        serde_json::from_value(out.get_mut("value").map(Value::take).unwrap_or(Value::Null))
+        crate::js::from_json(out.get_mut("value").map(Value::take).unwrap_or(Value::Null))
             .map_err(|e| format!("the page-side walk returned something unexpected: {e}"))
     }
 
