@@ -104,7 +104,11 @@ pub fn sections_setting() -> Result<Vec<&'static str>, String> {
             }
         }
     }
-    Ok(SECTIONS.iter().copied().filter(|s| chosen.contains(s)).collect())
+    Ok(SECTIONS
+        .iter()
+        .copied()
+        .filter(|s| chosen.contains(s))
+        .collect())
 }
 
 /// The width and height of a PNG or JPEG image, from its header.

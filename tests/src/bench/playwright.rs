@@ -73,7 +73,12 @@ impl PlaywrightMcp {
         let mut command = Command::new("node");
         command
             .arg(&cli)
-            .args(["--headless", "--isolated", "--no-sandbox", "--executable-path"])
+            .args([
+                "--headless",
+                "--isolated",
+                "--no-sandbox",
+                "--executable-path",
+            ])
             .arg(chromium)
             .arg("--viewport-size")
             .arg(format!("{}x{}", viewport.0, viewport.1))
@@ -255,11 +260,14 @@ impl Drop for PlaywrightMcp {
 /// The ref Playwright's snapshot gives the first line with `role "name"` (`[ref=eN]`).
 pub fn snapshot_ref(snapshot: &str, role: &str, name: &str) -> Option<String> {
     let wanted = format!("{role} \"{name}\"");
-    snapshot.lines().find(|l| l.contains(&wanted)).and_then(|l| {
-        let start = l.find("[ref=")? + 5;
-        let end = l[start..].find(']')? + start;
-        Some(l[start..end].to_string())
-    })
+    snapshot
+        .lines()
+        .find(|l| l.contains(&wanted))
+        .and_then(|l| {
+            let start = l.find("[ref=")? + 5;
+            let end = l[start..].find(']')? + start;
+            Some(l[start..end].to_string())
+        })
 }
 
 #[cfg(test)]

@@ -131,7 +131,11 @@ impl Row {
     fn limit_text(&self) -> String {
         match (self.goal, self.verdict(), self.ratio()) {
             (Some(Goal::Within(_)), Some(v), Some(r)) => {
-                format!("±{:.0} % (drift {:+.1} %)", v.limit * 100.0, (r - 1.0) * 100.0)
+                format!(
+                    "±{:.0} % (drift {:+.1} %)",
+                    v.limit * 100.0,
+                    (r - 1.0) * 100.0
+                )
             }
             (_, Some(v), _) => value(self.unit, v.limit),
             _ => "—".into(),
@@ -206,7 +210,10 @@ pub fn markdown(rows: &[Row], machine: &Machine, svg_name: &str, method: &str) -
          the goal of issue 14.\n",
         machine.command
     );
-    let _ = writeln!(md, "![Each goal's measure as a fraction of its limit]({svg_name})\n");
+    let _ = writeln!(
+        md,
+        "![Each goal's measure as a fraction of its limit]({svg_name})\n"
+    );
     let _ = writeln!(md, "## Machine and versions\n");
     let _ = writeln!(md, "| | |\n|---|---|");
     for (k, v) in [
@@ -242,7 +249,10 @@ pub fn markdown(rows: &[Row], machine: &Machine, svg_name: &str, method: &str) -
     for row in rows.iter().filter(|r| r.goal.is_some()) {
         write_row(&mut md, row);
     }
-    let _ = writeln!(md, "\n## Other measures of the run (no goal of their own)\n");
+    let _ = writeln!(
+        md,
+        "\n## Other measures of the run (no goal of their own)\n"
+    );
     let _ = writeln!(
         md,
         "| goal | measure | ours (median · p90) | baseline in the same run (median · p90) | ratio | goal | limit | verdict |"

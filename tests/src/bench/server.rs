@@ -75,7 +75,9 @@ impl ServerProcess {
                 )));
             }
             if Instant::now() > deadline {
-                return Err(Error::new("the server did not answer GET /status within 20 s"));
+                return Err(Error::new(
+                    "the server did not answer GET /status within 20 s",
+                ));
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }

@@ -21,6 +21,7 @@
 //! - `BENCH_PLAYWRIGHT_MCP`: the `@playwright/mcp` package folder (default under `.tools/`);
 //! - `CHROMIUM`: the browser (default `/usr/lib/chromium/chromium`).
 
+use base64::Engine as _;
 use browser_operator_e2e::bench::http::Api;
 use browser_operator_e2e::bench::playwright::{self, PlaywrightMcp};
 use browser_operator_e2e::bench::proxy::DelayProxy;
@@ -30,7 +31,6 @@ use browser_operator_e2e::bench::{self as b, ms, rotation, scaled, Stat};
 use browser_operator_e2e::{
     images, tabs_context, Browser, BrowserOptions, Cdp, Error, FixtureServer, Result,
 };
-use base64::Engine as _;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -119,7 +119,30 @@ impl Bench {
         if self.current.0 == transport && self.current.1 == url {
             return Ok(());
         }
+        // The server lets go of the browser first: a polling browser's lease would otherwise
+        // hold its target for 10 s and refuse the new connection (close 4009) meanwhile.
         let before = self.api.status().await?["browsers"][0]["connectedAt"].as_u64();
+        if before.is_some() {
+            let answer = self.api.post("/disconnect", "{}").await?;
+            if answer.status != 200 {
+                return Err(Error::new(format!(
+                    "POST /disconnect: HTTP {}: {}",
+                    answer.status, answer.body
+                )));
+            }
+            let deadline = Instant::now() + CONNECT_WAIT;
+            while self.api.status().await?["browsers"]
+                .as_array()
+                .is_some_and(|b| !b.is_empty())
+            {
+                if Instant::now() > deadline {
+                    return Err(Error::new(
+                        "the server still lists the browser after /disconnect",
+                    ));
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
         self.browser
             .configure_transport(transport, url, &self.server.token, None)
             .await?;
@@ -128,7 +151,7 @@ impl Bench {
         loop {
             let status = self.api.status().await?;
             let now = status["browsers"][0]["connectedAt"].as_u64();
-            let fresh = now.is_some() && (before.is_none() || now != before);
+            let fresh = now.is_some();
             if fresh && self.api.command("update_plan", &plan_args()).await.is_ok() {
                 break;
             }
@@ -149,18 +172,24 @@ impl Bench {
     }
 
     fn push(&mut self, row: Row) {
-        let v = row
-            .verdict()
-            .map_or(String::new(), |v| if v.pass { " PASS".into() } else { " MISS".into() });
+        let v = row.verdict().map_or(String::new(), |v| {
+            if v.pass {
+                " PASS".into()
+            } else {
+                " MISS".into()
+            }
+        });
         println!(
             "  {:<62} {:>14} {}{}",
             row.measure,
             report::value(row.unit, row.ours.median),
-            row.baseline.as_ref().map_or(String::new(), |(l, s)| format!(
-                "(baseline {}: {})",
-                l,
-                report::value(row.unit, s.median)
-            )),
+            row.baseline
+                .as_ref()
+                .map_or(String::new(), |(l, s)| format!(
+                    "(baseline {}: {})",
+                    l,
+                    report::value(row.unit, s.median)
+                )),
             v
         );
         self.rows.push(row);
@@ -176,7 +205,9 @@ impl Bench {
         let js = json!({"tabId": self.tab, "text": "1+1"});
         let answer = self.api.text("javascript_tool", &js).await?;
         if answer.trim() != "2" {
-            return Err(Error::new(format!("javascript_tool 1+1 answered {answer:?}")));
+            return Err(Error::new(format!(
+                "javascript_tool 1+1 answered {answer:?}"
+            )));
         }
         let transports = [
             ("websocket", "WebSocket", self.server.ws_url(), 1.3),
@@ -223,18 +254,33 @@ impl Bench {
                 stat(&samples[3])?,
             ];
             self.push(
-                Row::new(1, format!("javascript_tool \"1+1\", {label}"), Unit::Ms, ours)
-                    .baseline("HTTP floor + raw CDP evaluate", sum(floor, cdp))
-                    .goal(Goal::TimesBaseline(factor)),
+                Row::new(
+                    1,
+                    format!("javascript_tool \"1+1\", {label}"),
+                    Unit::Ms,
+                    ours,
+                )
+                .baseline("HTTP floor + raw CDP evaluate", sum(floor, cdp))
+                .goal(Goal::TimesBaseline(factor)),
             );
-            let unknown_row = Row::new(1, format!("unknown tool's error, {label}"), Unit::Ms, unknown)
-                .baseline("HTTP floor", floor);
+            let unknown_row = Row::new(
+                1,
+                format!("unknown tool's error, {label}"),
+                Unit::Ms,
+                unknown,
+            )
+            .baseline("HTTP floor", floor);
             self.push(if transport == "websocket" {
                 unknown_row.goal(Goal::PlusMs(0.5))
             } else {
                 unknown_row.note("The goal is stated for WebSocket: over the HTTP transports the result is a second HTTP request, from the extension.")
             });
-            self.push(Row::new(1, format!("HTTP floor, {label} block"), Unit::Ms, floor));
+            self.push(Row::new(
+                1,
+                format!("HTTP floor, {label} block"),
+                Unit::Ms,
+                floor,
+            ));
             self.push(Row::new(
                 1,
                 format!("raw CDP Runtime.evaluate \"1+1\", {label} block"),
@@ -282,7 +328,10 @@ impl Bench {
         if format == "jpeg" {
             params["quality"] = json!(JPEG_QUALITY);
         }
-        let base = self.raw.call("Page.captureScreenshot", params.clone()).await?;
+        let base = self
+            .raw
+            .call("Page.captureScreenshot", params.clone())
+            .await?;
         let base_bytes = decode(base["data"].as_str().unwrap_or(""))?;
         let base_size = b::image_size(&base_bytes);
         if base_size != Some((w, h)) {
@@ -300,7 +349,10 @@ impl Bench {
                 if arm == 0 {
                     our_len = self.our_screenshot(&shot).await?.3;
                 } else {
-                    let r = self.raw.call("Page.captureScreenshot", params.clone()).await?;
+                    let r = self
+                        .raw
+                        .call("Page.captureScreenshot", params.clone())
+                        .await?;
                     base_len = r["data"].as_str().map_or(0, |s| s.len() * 3 / 4);
                 }
                 if round >= 2 {
@@ -310,16 +362,28 @@ impl Bench {
         }
         let fmt = format.to_uppercase();
         self.push(
-            Row::new(2, format!("screenshot {w}x{h} {fmt}"), Unit::Ms, stat(&samples[0])?)
-                .baseline(
-                    format!("raw CDP Page.captureScreenshot {fmt}{}", if format == "jpeg" { format!(" q{JPEG_QUALITY}") } else { String::new() }),
-                    stat(&samples[1])?,
-                )
-                .goal(Goal::TimesBaseline(1.1))
-                .note(format!(
-                    "Image {} bytes from the extension, {} bytes from the raw capture.",
-                    our_len, base_len
-                )),
+            Row::new(
+                2,
+                format!("screenshot {w}x{h} {fmt}"),
+                Unit::Ms,
+                stat(&samples[0])?,
+            )
+            .baseline(
+                format!(
+                    "raw CDP Page.captureScreenshot {fmt}{}",
+                    if format == "jpeg" {
+                        format!(" q{JPEG_QUALITY}")
+                    } else {
+                        String::new()
+                    }
+                ),
+                stat(&samples[1])?,
+            )
+            .goal(Goal::TimesBaseline(1.1))
+            .note(format!(
+                "Image {} bytes from the extension, {} bytes from the raw capture.",
+                our_len, base_len
+            )),
         );
         self.method.push(format!(
             "**2. Screenshot.** On `{url}`: `computer` `screenshot` through `POST /commands` \
@@ -387,7 +451,14 @@ impl Bench {
                     let t = Instant::now();
                     match arm {
                         0 => ours_chars = self.api.text("read_page", &whole).await?.chars().count(),
-                        1 => pw_chars = pw.call("browser_snapshot", json!({})).await?.text.chars().count(),
+                        1 => {
+                            pw_chars = pw
+                                .call("browser_snapshot", json!({}))
+                                .await?
+                                .text
+                                .chars()
+                                .count()
+                        }
                         2 => {
                             self.api
                                 .text("find", &json!({"tabId": tab, "query": "buy 42"}))
@@ -404,18 +475,37 @@ impl Bench {
             }
             let (ours, theirs) = (stat(&samples[0])?, stat(&samples[1])?);
             self.push(
-                Row::new(3, format!("read_page whole tree, {label}: characters"), Unit::Chars, one(ours_chars as f64))
-                    .baseline("Playwright MCP browser_snapshot", one(pw_chars as f64))
-                    .goal(Goal::TimesBaseline(0.5)),
+                Row::new(
+                    3,
+                    format!("read_page whole tree, {label}: characters"),
+                    Unit::Chars,
+                    one(ours_chars as f64),
+                )
+                .baseline("Playwright MCP browser_snapshot", one(pw_chars as f64))
+                .goal(Goal::TimesBaseline(0.5)),
             );
-            let time_row = Row::new(3, format!("read_page whole tree, {label}: time"), Unit::Ms, ours)
-                .baseline("Playwright MCP browser_snapshot", theirs);
+            let time_row = Row::new(
+                3,
+                format!("read_page whole tree, {label}: time"),
+                Unit::Ms,
+                ours,
+            )
+            .baseline("Playwright MCP browser_snapshot", theirs);
             self.push(time_row);
             if ten_k {
-                self.push(Row::new(3, "find \"buy 42\", 10k page, beside Playwright", Unit::Ms, stat(&samples[2])?)
-                    .baseline("Playwright MCP browser_find \"Buy 42\"", stat(&samples[3])?));
+                self.push(
+                    Row::new(
+                        3,
+                        "find \"buy 42\", 10k page, beside Playwright",
+                        Unit::Ms,
+                        stat(&samples[2])?,
+                    )
+                    .baseline("Playwright MCP browser_find \"Buy 42\"", stat(&samples[3])?),
+                );
             }
-            notes.push(format!("{label} `{url}` has {elements} elements; {rounds} rounds"));
+            notes.push(format!(
+                "{label} `{url}` has {elements} elements; {rounds} rounds"
+            ));
         }
 
         // The 10k page: read_page unchanged, interactive and find (nothing changes), beside the
@@ -455,15 +545,25 @@ impl Bench {
         }
         let floor = stat(&q[3])?;
         self.push(
-            Row::new(3, "read_page whole tree, 10k page, unchanged", Unit::Ms, stat(&q[0])?)
-                .baseline("javascript_tool \"1+1\" on that page", floor)
-                .goal(Goal::AtMost(40.0)),
+            Row::new(
+                3,
+                "read_page whole tree, 10k page, unchanged",
+                Unit::Ms,
+                stat(&q[0])?,
+            )
+            .baseline("javascript_tool \"1+1\" on that page", floor)
+            .goal(Goal::AtMost(40.0)),
         );
         self.push(
-            Row::new(3, "read_page filter interactive, 10k page", Unit::Ms, stat(&q[1])?)
-                .baseline("javascript_tool \"1+1\" on that page", floor)
-                .goal(Goal::AtMost(25.0))
-                .note(format!("{interactive_chars} characters.")),
+            Row::new(
+                3,
+                "read_page filter interactive, 10k page",
+                Unit::Ms,
+                stat(&q[1])?,
+            )
+            .baseline("javascript_tool \"1+1\" on that page", floor)
+            .goal(Goal::AtMost(25.0))
+            .note(format!("{interactive_chars} characters.")),
         );
         self.push(
             Row::new(3, "find \"buy 42\", 10k page", Unit::Ms, stat(&q[2])?)
@@ -490,19 +590,32 @@ impl Bench {
             }
         }
         self.push(
-            Row::new(3, "read_page whole tree, 10k page, after a DOM change", Unit::Ms, stat(&c[0])?)
-                .baseline("the same, unchanged since (same rounds)", stat(&c[1])?)
-                .goal(Goal::AtMost(60.0)),
+            Row::new(
+                3,
+                "read_page whole tree, 10k page, after a DOM change",
+                Unit::Ms,
+                stat(&c[0])?,
+            )
+            .baseline("the same, unchanged since (same rounds)", stat(&c[1])?)
+            .goal(Goal::AtMost(60.0)),
         );
 
         // Acting on the small form: click, type, screenshot, ours and Playwright's.
         let url = self.navigate("bench/form.html").await?;
         pw.call("browser_navigate", json!({"url": url})).await?;
         let snapshot = pw.call("browser_snapshot", json!({})).await?.text;
-        let pw_button = playwright::snapshot_ref(&snapshot, "button", "Send message")
-            .ok_or_else(|| Error::new(format!("no Send message button in Playwright's snapshot: {snapshot}")))?;
-        let pw_name = playwright::snapshot_ref(&snapshot, "textbox", "Your name")
-            .ok_or_else(|| Error::new(format!("no Your name textbox in Playwright's snapshot: {snapshot}")))?;
+        let pw_button =
+            playwright::snapshot_ref(&snapshot, "button", "Send message").ok_or_else(|| {
+                Error::new(format!(
+                    "no Send message button in Playwright's snapshot: {snapshot}"
+                ))
+            })?;
+        let pw_name =
+            playwright::snapshot_ref(&snapshot, "textbox", "Your name").ok_or_else(|| {
+                Error::new(format!(
+                    "no Your name textbox in Playwright's snapshot: {snapshot}"
+                ))
+            })?;
         let button = self.our_ref("Send message button").await?;
         let name = self.our_ref("Your name text field").await?;
         let rounds_act = scaled(self.rounds, 0.05, 5);
@@ -512,35 +625,52 @@ impl Bench {
                 if arm == 2 {
                     // Typing goes to the focused field: focus it first, untimed.
                     self.api
-                        .text("computer", &json!({"tabId": tab, "action": "left_click", "ref": name}))
+                        .text(
+                            "computer",
+                            &json!({"tabId": tab, "action": "left_click", "ref": name}),
+                        )
                         .await?;
                 }
                 let t = Instant::now();
                 match arm {
                     0 => {
                         self.api
-                            .text("computer", &json!({"tabId": tab, "action": "left_click", "ref": button}))
+                            .text(
+                                "computer",
+                                &json!({"tabId": tab, "action": "left_click", "ref": button}),
+                            )
                             .await?;
                     }
                     1 => {
-                        pw.call("browser_click", json!({"element": "Send message button", "target": pw_button}))
-                            .await?;
+                        pw.call(
+                            "browser_click",
+                            json!({"element": "Send message button", "target": pw_button}),
+                        )
+                        .await?;
                     }
                     2 => {
                         self.api
-                            .text("computer", &json!({"tabId": tab, "action": "type", "text": "Ada"}))
+                            .text(
+                                "computer",
+                                &json!({"tabId": tab, "action": "type", "text": "Ada"}),
+                            )
                             .await?;
                     }
                     3 => {
-                        pw.call("browser_type", json!({"element": "Your name field", "target": pw_name, "text": "Ada"}))
-                            .await?;
+                        pw.call(
+                            "browser_type",
+                            json!({"element": "Your name field", "target": pw_name, "text": "Ada"}),
+                        )
+                        .await?;
                     }
                     4 => {
                         self.our_screenshot(&json!({"tabId": tab, "action": "screenshot"}))
                             .await?;
                     }
                     _ => {
-                        let shot = pw.call("browser_take_screenshot", json!({"type": "jpeg"})).await?;
+                        let shot = pw
+                            .call("browser_take_screenshot", json!({"type": "jpeg"}))
+                            .await?;
                         if shot.images.is_empty() {
                             return Err(Error::new("Playwright's screenshot carried no image"));
                         }
@@ -551,17 +681,31 @@ impl Bench {
                 }
             }
         }
-        let sent = self.raw_eval("document.getElementById('out').textContent").await?;
+        let sent = self
+            .raw_eval("document.getElementById('out').textContent")
+            .await?;
         if !sent.as_str().unwrap_or("").starts_with("Sent ") {
-            return Err(Error::new(format!("the clicks did not reach the page: {sent}")));
+            return Err(Error::new(format!(
+                "the clicks did not reach the page: {sent}"
+            )));
         }
         self.push(
-            Row::new(3, "click a button by ref (computer left_click)", Unit::Ms, stat(&a[0])?)
-                .baseline("Playwright MCP browser_click", stat(&a[1])?),
+            Row::new(
+                3,
+                "click a button by ref (computer left_click)",
+                Unit::Ms,
+                stat(&a[0])?,
+            )
+            .baseline("Playwright MCP browser_click", stat(&a[1])?),
         );
         self.push(
-            Row::new(3, "type \"Ada\" (computer type, field focused)", Unit::Ms, stat(&a[2])?)
-                .baseline("Playwright MCP browser_type (fill)", stat(&a[3])?),
+            Row::new(
+                3,
+                "type \"Ada\" (computer type, field focused)",
+                Unit::Ms,
+                stat(&a[2])?,
+            )
+            .baseline("Playwright MCP browser_type (fill)", stat(&a[3])?),
         );
         self.push(
             Row::new(3, "screenshot of the form", Unit::Ms, stat(&a[4])?)
@@ -680,6 +824,7 @@ impl Bench {
         for (one_way, label) in [(0u64, "+0 ms"), (25, "+50 ms")] {
             proxy.set_one_way_delay(Duration::from_millis(one_way));
             let mut samples: [Vec<f64>; 2] = Default::default();
+            let mut in_calls = Vec::new();
             for round in 0..1 + rounds {
                 for arm in rotation(round, 2) {
                     let t = Instant::now();
@@ -702,6 +847,13 @@ impl Bench {
                         if report["result"] != json!(CALLS) {
                             return Err(Error::new(format!("the script answered {report}")));
                         }
+                        if round >= 1 {
+                            in_calls.push(
+                                report["calls"].as_array().map_or(0.0, |c| {
+                                    c.iter().filter_map(|c| c["ms"].as_f64()).sum()
+                                }),
+                            );
+                        }
                     }
                     if round >= 1 {
                         samples[arm].push(ms(t.elapsed()));
@@ -715,7 +867,11 @@ impl Bench {
                 Unit::Ms,
                 stat(&samples[1])?,
             )
-            .baseline(format!("{CALLS} separate btcp_call commands"), stat(&samples[0])?);
+            .baseline(format!("{CALLS} separate btcp_call commands"), stat(&samples[0])?)
+            .note(format!(
+                "Of the script's time, {:.0} ms (median) inside its {CALLS} calls, by its own trace.",
+                stat(&in_calls)?.median
+            ));
             self.push(if one_way == 0 {
                 row
             } else {
@@ -775,9 +931,14 @@ impl Bench {
             }
         }
         self.push(
-            Row::new(6, "woken worker: first command answered", Unit::Ms, stat(&answered)?)
-                .baseline("the new worker running (Chrome's start)", stat(&up)?)
-                .goal(Goal::AtMost(150.0)),
+            Row::new(
+                6,
+                "woken worker: first command answered",
+                Unit::Ms,
+                stat(&answered)?,
+            )
+            .baseline("the new worker running (Chrome's start)", stat(&up)?)
+            .goal(Goal::AtMost(150.0)),
         );
         self.method.push(format!(
             "**6. Wasm and waking.** Sizes: `gzip -9` of the built modules. Waking (the method of \
@@ -862,25 +1023,43 @@ impl Bench {
         let floor = Stat::of_rates(&rates[1]).ok_or_else(|| Error::new("no samples"))?;
         let total = chunks * CHUNK;
         self.push(
-            Row::new(7, format!("trivial commands pipelined over one WebSocket ({IN_FLIGHT} in flight)"), Unit::PerSecond, ours)
-                .baseline("HTTP floor, the same requests refused by the server", floor)
-                .goal(Goal::AtLeast(2000.0))
-                .note("The p90 of a rate is the rate 90 % of the chunks reached."),
+            Row::new(
+                7,
+                format!("trivial commands pipelined over one WebSocket ({IN_FLIGHT} in flight)"),
+                Unit::PerSecond,
+                ours,
+            )
+            .baseline("HTTP floor, the same requests refused by the server", floor)
+            .goal(Goal::AtLeast(2000.0))
+            .note("The p90 of a rate is the rate 90 % of the chunks reached."),
         );
         let (h0, h1) = (heap[0], heap[heap.len() - 1]);
         let (w0, w1) = (wasm[0], wasm[wasm.len() - 1]);
         let max = |v: &[f64]| v.iter().copied().fold(0.0, f64::max);
         self.push(
-            Row::new(7, format!("worker JS heap after {total} commands (after GC)"), Unit::Bytes, one(h1))
-                .baseline("after the warm-up", one(h0))
-                .goal(Goal::Within(0.10))
-                .note(format!("Highest sample {:.1} KB; samples after each chunk of {CHUNK}.", max(&heap) / 1000.0)),
+            Row::new(
+                7,
+                format!("worker JS heap after {total} commands (after GC)"),
+                Unit::Bytes,
+                one(h1),
+            )
+            .baseline("after the warm-up", one(h0))
+            .goal(Goal::Within(0.10))
+            .note(format!(
+                "Highest sample {:.1} KB; samples after each chunk of {CHUNK}.",
+                max(&heap) / 1000.0
+            )),
         );
         self.push(
-            Row::new(7, format!("worker wasm memory after {total} commands"), Unit::Bytes, one(w1))
-                .baseline("after the warm-up", one(w0))
-                .goal(Goal::Within(0.10))
-                .note(format!("Highest sample {:.1} KB.", max(&wasm) / 1000.0)),
+            Row::new(
+                7,
+                format!("worker wasm memory after {total} commands"),
+                Unit::Bytes,
+                one(w1),
+            )
+            .baseline("after the warm-up", one(w0))
+            .goal(Goal::Within(0.10))
+            .note(format!("Highest sample {:.1} KB.", max(&wasm) / 1000.0)),
         );
         self.method.push(format!(
             "**7. Throughput and memory.** `update_plan` (a tool that touches no browser API), \
@@ -927,9 +1106,13 @@ impl Bench {
     async fn worker_memory(&self) -> Result<(u64, u64)> {
         let worker = self.browser.worker().await?;
         let read = async {
-            worker.call("HeapProfiler.collectGarbage", json!({})).await?;
+            worker
+                .call("HeapProfiler.collectGarbage", json!({}))
+                .await?;
             let heap = worker.call("Runtime.getHeapUsage", json!({})).await?;
-            let wasm = worker.eval("self.browserOperator.wasmMemoryBytes()").await?;
+            let wasm = worker
+                .eval("self.browserOperator.wasmMemoryBytes()")
+                .await?;
             Result::Ok((
                 heap["usedSize"].as_f64().unwrap_or(0.0) as u64,
                 wasm.as_u64().unwrap_or(0),
@@ -1073,10 +1256,7 @@ async fn run() -> Result<()> {
         .ok_or_else(|| Error::new("the DevTools address"))?
         .to_string();
     let raw = Cdp::connect(&format!("ws://{host}/devtools/page/{}", target.id)).await?;
-    let chromium_version = browser
-        .cdp()
-        .call("Browser.getVersion", json!({}))
-        .await?["product"]
+    let chromium_version = browser.cdp().call("Browser.getVersion", json!({})).await?["product"]
         .as_str()
         .unwrap_or("?")
         .to_string();
@@ -1112,13 +1292,36 @@ async fn run() -> Result<()> {
         println!("   ({:.0} s)", t.elapsed().as_secs_f64());
     }
 
-    let dirty = !command_output("git", &["-C", &root.to_string_lossy(), "status", "--porcelain", "--untracked-files=no"]).is_empty();
+    let dirty = !command_output(
+        "git",
+        &[
+            "-C",
+            &root.to_string_lossy(),
+            "status",
+            "--porcelain",
+            "--untracked-files=no",
+        ],
+    )
+    .is_empty();
     let machine = Machine {
         date: command_output("date", &["-u", "+%Y-%m-%d %H:%M"]),
         commit: format!(
             "{}{}",
-            command_output("git", &["-C", &root.to_string_lossy(), "rev-parse", "--short", "HEAD"]),
-            if dirty { " (with uncommitted changes)" } else { "" }
+            command_output(
+                "git",
+                &[
+                    "-C",
+                    &root.to_string_lossy(),
+                    "rev-parse",
+                    "--short",
+                    "HEAD"
+                ]
+            ),
+            if dirty {
+                " (with uncommitted changes)"
+            } else {
+                ""
+            }
         ),
         cpu: cpu_model(),
         cores: std::thread::available_parallelism().map_or(0, |n| n.get()),
