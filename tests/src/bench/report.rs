@@ -310,7 +310,7 @@ pub fn svg(rows: &[Row], machine: &Machine) -> String {
         .iter()
         .filter_map(|r| r.verdict().map(|v| (r, v)))
         .collect();
-    const LEFT: f64 = 360.0;
+    const LEFT: f64 = 450.0;
     const BAR: f64 = 330.0;
     const MAX_LOAD: f64 = 3.0;
     const ROW_H: f64 = 24.0;
@@ -327,7 +327,7 @@ pub fn svg(rows: &[Row], machine: &Machine) -> String {
         s,
         r##"<rect width="100%" height="100%" fill="#ffffff"/>
 <text x="12" y="22" font-size="15" font-weight="bold">Browser Operator: each goal of issue 14, measured beside its baseline in one run</text>
-<text x="12" y="42" fill="#555">{} · {} · {} cores · load {} · Chromium {} · bar = measure ÷ what the goal allows (1 = the goal)</text>"##,
+<text x="12" y="42" fill="#555">{} · {} · {} cores · load {} · Chromium {} · bar: the measure ÷ what the goal allows</text>"##,
         xml(&machine.date),
         xml(&machine.commit),
         machine.cores,
