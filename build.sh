@@ -5,7 +5,7 @@
 #   ./build.sh run       build, start the server, open Chromium with the extension connected
 #   ./build.sh test      setup, build, lint, and every test (browser tests included)
 #   ./build.sh lint      cargo fmt --check and clippy (native and wasm32)
-#   ./build.sh bench     every benchmark (tests/src/bin/bench_*.rs), each beside its baseline
+#   ./build.sh bench     every speed goal beside its baseline, into docs/BENCHMARKS.md (`bench all`: the older bench_* too)
 #   ./build.sh soak      commands under faults over every transport (SOAK_COMMANDS=10000 each)
 #   ./build.sh brand     apply brand.json (name, icons, version) to manifest.json
 #   ./build.sh package   the Chrome Web Store zip in dist/, checked to load in Chromium
@@ -17,6 +17,7 @@ ROOT=$(pwd)
 WASM_BINDGEN_VERSION=0.2.130   # must equal the wasm-bindgen crate version in crates/worker
 BINARYEN_VERSION=132.0.0       # Debian's binaryen corrupts wasm-bindgen output; npm's works
 AXE_VERSION=4.11.1             # accessibility checker used by tests/tests/pairing.rs
+PLAYWRIGHT_MCP_VERSION=0.0.83  # the peer ./build.sh bench measures beside ours (tests/src/bench/playwright.rs)
 TOOLS="$ROOT/.tools"
 WASM_OPT="$TOOLS/node_modules/binaryen/bin/wasm-opt"
 PKG="$ROOT/extension/pkg"
@@ -72,6 +73,18 @@ setup_wasm_cc() {
     echo "clang is missing: install clang, lld and llvm (QuickJS is compiled for wasm32 with them)." >&2
     return 1
   fi
+}
+
+# Playwright MCP, the peer of ./build.sh bench, in a folder of its own (an npm install into
+# $TOOLS would remove the packages it does not name). It runs the system Chromium: no download.
+setup_playwright_mcp() {
+  local dir="$TOOLS/playwright-mcp" pkg="$TOOLS/playwright-mcp/node_modules/@playwright/mcp/package.json"
+  [ "$(node -p 'require(process.argv[1]).version' "$pkg" 2>/dev/null)" = "$PLAYWRIGHT_MCP_VERSION" ] && return 0
+  have npm || { say "installing npm"; as_root apt-get update -qq; as_root apt-get install -y -qq npm; }
+  say "installing Playwright MCP $PLAYWRIGHT_MCP_VERSION (the benchmark's peer)"
+  mkdir -p "$dir"
+  PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm install --prefix "$dir" --no-save --no-audit --no-fund \
+    "@playwright/mcp@$PLAYWRIGHT_MCP_VERSION" >/dev/null
 }
 
 setup_chromium() {
@@ -256,13 +269,24 @@ case "$cmd" in
     BROWSER_OPERATOR_PACKAGE="$PACKAGE_ZIP" FUZZ_SECONDS="${FUZZ_SECONDS:-1}" run_tests
     ;;
   bench)
-    setup_rust; setup_chromium
-    build_worker; build_server
-    for b in tests/src/bin/bench_*.rs; do
-      name=$(basename "$b" .rs)
-      say "$name"
-      cargo run -q -p browser-operator-e2e --bin "$name"
-    done
+    # One run (tests/src/bin/bench.rs) measures every goal of the speed issue beside its
+    # baseline and writes docs/BENCHMARKS.md and docs/benchmarks.svg; BENCH_ROUNDS and
+    # BENCH_ONLY=<section> shorten it. `./build.sh bench all` then runs the older bench_*
+    # binaries too (each its own measure and baseline, printed).
+    setup_rust; setup_chromium; setup_playwright_mcp
+    build_worker
+    say "building the server and the bench (release)"
+    cargo build --release -p browser-operator-server -p browser-operator-e2e --bin browser-operator --bin bench
+    say "bench (load: $(cut -d' ' -f1-3 /proc/loadavg))"
+    "${CARGO_TARGET_DIR:-$ROOT/target}/release/bench"
+    if [ "${2:-}" = all ]; then
+      cargo build --release -q -p browser-operator-e2e --bins
+      for b in tests/src/bin/bench_*.rs; do
+        name=$(basename "$b" .rs)
+        say "$name"
+        cargo run --release -q -p browser-operator-e2e --bin "$name"
+      done
+    fi
     ;;
   soak)
     # 10,000 commands per network transport (SOAK_COMMANDS, SOAK_TRANSPORTS, SOAK_MINUTES: see

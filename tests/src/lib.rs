@@ -16,6 +16,7 @@
 use std::path::{Path, PathBuf};
 
 pub mod backend;
+pub mod bench;
 pub mod browser;
 pub mod cdp;
 pub mod display;
