@@ -35,9 +35,12 @@ pub struct Image {
     pub mime: &'static str,
 }
 
+/// An image kept for upload_image: its id and the image, shared with the storage write.
+type Kept = (String, Rc<Image>);
+
 thread_local! {
     static NEXT_IMAGE: Cell<u32> = const { Cell::new(1) };
-    static IMAGES: RefCell<HashMap<i32, VecDeque<(String, Rc<Image>)>>> = RefCell::new(HashMap::new());
+    static IMAGES: RefCell<HashMap<i32, VecDeque<Kept>>> = RefCell::new(HashMap::new());
     /// What chrome.storage.session holds, oldest first; `None` until read.
     static STORED: RefCell<Option<Vec<StoredImage>>> = const { RefCell::new(None) };
     /// One writer at a time, so the stored index never goes back.
