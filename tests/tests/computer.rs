@@ -112,7 +112,7 @@ async fn clicks_land(opts: BrowserOptions) -> Result<()> {
             json!({"tabId": tab, "url": fixtures.url("input.html")}),
         )
         .await?;
-    let (w, _h, _) = screenshot(&backend, tab).await?;
+    let (w, h, _) = screenshot(&backend, tab).await?;
     let css_width: f64 = js(&backend, tab, "innerWidth")
         .await?
         .parse()
@@ -136,6 +136,21 @@ async fn clicks_land(opts: BrowserOptions) -> Result<()> {
         );
         assert_eq!(e["trusted"], true);
     }
+
+    // A tab in the background never paints: its screenshot brings it to the front first, and
+    // is the same image size as while it was in front.
+    let created = backend.text("tabs_create_mcp", json!({})).await?;
+    assert!(created.starts_with("Created new tab."), "{created}");
+    assert_eq!(
+        js(&backend, tab, "document.visibilityState").await?,
+        "hidden"
+    );
+    let (w2, h2, _) = screenshot(&backend, tab).await?;
+    assert_eq!((w2, h2), (w, h));
+    assert_eq!(
+        js(&backend, tab, "document.visibilityState").await?,
+        "visible"
+    );
     Ok(())
 }
 
@@ -991,9 +1006,9 @@ fn shot_of(r: &protocol::CommandResult) -> (String, String, u32, u32) {
 }
 
 /// scroll_to centres the ref's element; zoom captures its region at full resolution (device
-/// pixels) within the image budget and says so; a page that compresses better as JPEG gets a
-/// JPEG screenshot (and zoom), which decodes to the size the text gives. At DPR 2 in a window
-/// whose screenshot the budget scales down.
+/// pixels) within the image budget and says so; screenshots and zooms are JPEG (one capture,
+/// scaled by Chrome), which decode to the size the text gives. At DPR 2 in a window whose
+/// screenshot the budget scales down.
 #[tokio::test]
 async fn scroll_to_zoom_and_jpeg_screenshots() -> Result<()> {
     let (fixtures, backend, _browser, tab) = connected(BrowserOptions {
@@ -1118,7 +1133,7 @@ async fn scroll_to_zoom_and_jpeg_screenshots() -> Result<()> {
         .await?;
     assert!(e.contains("`region`") && e.contains("x1 > x0"), "{e}");
 
-    // A photographic page: JPEG is smaller than PNG, so the screenshot is a JPEG.
+    // A photographic page: a JPEG too.
     js(
         &backend,
         tab,

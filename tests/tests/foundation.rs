@@ -71,21 +71,18 @@ async fn a_backend_drives_a_tab_in_the_automation_group() -> Result<()> {
         "{e}"
     );
 
-    // The screenshot is an image of the viewport's size.
+    // The screenshot is an image of the viewport's size: one JPEG capture, even of a plain
+    // page whose PNG would be smaller (no second capture to compare).
     let shot = backend
         .command("computer", json!({"tabId": tab, "action": "screenshot"}))
         .await?;
     let imgs = images(&shot);
     assert_eq!(imgs.len(), 1, "{shot:?}");
-    assert_eq!(imgs[0].1, "image/png");
-    let png = base64::engine::general_purpose::STANDARD
+    assert_eq!(imgs[0].1, "image/jpeg");
+    let jpeg = base64::engine::general_purpose::STANDARD
         .decode(imgs[0].0)
         .expect("base64");
-    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
-    let (w, h) = (
-        u32::from_be_bytes(png[16..20].try_into().unwrap()),
-        u32::from_be_bytes(png[20..24].try_into().unwrap()),
-    );
+    let (w, h) = jpeg_size(&jpeg).unwrap_or_else(|| panic!("not a JPEG: {:?}", &jpeg[..8]));
     let viewport = backend.js(tab, "[innerWidth, innerHeight]").await?;
     let viewport: Vec<u32> = serde_json::from_str(&viewport).expect("viewport");
     assert_eq!(vec![w, h], viewport);
@@ -339,4 +336,22 @@ async fn an_idle_connection_keeps_the_worker_alive() -> Result<()> {
     // Commands run again: the automation group and its tab are there.
     backend.first_tab().await?;
     Ok(())
+}
+
+/// Width and height from a JPEG's first SOF marker.
+fn jpeg_size(b: &[u8]) -> Option<(u32, u32)> {
+    if !b.starts_with(&[0xFF, 0xD8]) {
+        return None;
+    }
+    let mut i = 2;
+    while i + 9 < b.len() {
+        let (marker, len) = (b[i + 1], usize::from(b[i + 2]) << 8 | usize::from(b[i + 3]));
+        if (0xC0..=0xC3).contains(&marker) {
+            let h = u32::from(b[i + 5]) << 8 | u32::from(b[i + 6]);
+            let w = u32::from(b[i + 7]) << 8 | u32::from(b[i + 8]);
+            return Some((w, h));
+        }
+        i += 2 + len;
+    }
+    None
 }

@@ -68,11 +68,11 @@ where
         .flatten()
         .find(|c| c["type"] == "image")
         .ok_or_else(|| Error::new(format!("no image content in {shot}")))?;
-    assert_eq!(image["mimeType"], "image/png");
-    let png = base64::engine::general_purpose::STANDARD
+    assert_eq!(image["mimeType"], "image/jpeg");
+    let jpeg = base64::engine::general_purpose::STANDARD
         .decode(image["data"].as_str().unwrap_or_default())
         .map_err(|e| Error::new(format!("image data is not base64: {e}")))?;
-    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    assert_eq!(&jpeg[..3], b"\xFF\xD8\xFF");
 
     // Where read_page would be: a page-side error comes back as an MCP error result.
     let err = error_of(

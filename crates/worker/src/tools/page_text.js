@@ -1,17 +1,24 @@
 function (max) {
-  // The readable text: the main content region when the page marks one, else the body.
+  // The readable text: the longest main content region the page marks (over 200 characters),
+  // else the body. innerText lays out and walks all it covers, so each region's text is read
+  // once, and a region inside another is not read on its own: the outer one's text holds its
+  // text, so it is at least as long and comes first (document order).
   const doc = document;
-  const pick = () => {
-    const candidates = Array.from(doc.querySelectorAll("article, main, [role=main]"))
-      .filter((el) => (el.innerText || "").trim().length > 200);
-    if (candidates.length) {
-      return candidates.reduce((a, b) => ((b.innerText || "").length > (a.innerText || "").length ? b : a));
-    }
-    return doc.body || doc.documentElement;
-  };
-  const root = pick();
-  let text = root ? (root.innerText || root.textContent || "") : "";
-  text = text.replace(/[ \t\f\v\u00a0]+/g, " ").replace(/ *\n[\s]*/g, "\n").trim();
+  let text = null;
+  let outer = null;
+  for (const el of doc.querySelectorAll("article, main, [role=main]")) {
+    if (outer && outer.contains(el)) continue;
+    outer = el;
+    const t = el.innerText || "";
+    if ((text === null || t.length > text.length) && t.trim().length > 200) text = t;
+  }
+  if (text === null) {
+    const root = doc.body || doc.documentElement;
+    text = root ? (root.innerText || root.textContent || "") : "";
+  }
+  // Whitespace collapsed: runs of spaces to one, no blank lines, no indents. Single spaces
+  // (most of them) are left as they are rather than replaced one by one.
+  text = text.replace(/[ \t\f\v\u00a0]{2,}|[\t\f\v\u00a0]/g, " ").replace(/ ?\n\s*/g, "\n").trim();
   const total = text.length;
   if (total > max) text = text.slice(0, max) + `\n… (truncated: ${total - max} more characters)`;
   return { title: doc.title, url: location.href, text };

@@ -25,8 +25,12 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
     if out.get("exceptionDetails").is_some() {
         return Err("Reading the page's text failed (the page threw an exception).".into());
     }
-    let v = out.pointer("/result/value").cloned().unwrap_or(Value::Null);
-    let get = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    let mut out = out;
+    let v = out
+        .pointer_mut("/result/value")
+        .map(Value::take)
+        .unwrap_or(Value::Null);
+    let get = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("");
     Ok(ToolResult::text(format!(
         "Title: {}\nURL: {}\n\n{}",
         get("title"),

@@ -1,8 +1,10 @@
-//! Screenshots: the viewport captured in CSS pixels, scaled down to the image budget, JPEG or PNG
-//! whichever is smaller; `zoom` captures a region at full resolution. The tab remembers the
-//! screenshot/viewport ratio (coords) and each image is kept under an id for upload_image: the
-//! last 10 per tab in memory, and the newest within 3 MB (all tabs) in chrome.storage.session,
-//! written after the screenshot is answered, so upload_image finds them after a worker restart.
+//! Screenshots: the viewport captured in CSS pixels, scaled down to the image budget, as JPEG;
+//! `zoom` captures a region at full resolution. One `Page.captureScreenshot` per image: Chrome
+//! scales to the target size in the capture itself (the clip's scale), and the whole viewport at
+//! its own device pixels is captured without a clip. The tab remembers the screenshot/viewport
+//! ratio (coords) and each image is kept under an id for upload_image: the last 10 per tab in
+//! memory, and the newest within 3 MB (all tabs) in chrome.storage.session, written after the
+//! screenshot is answered, so upload_image finds them after a worker restart.
 
 use crate::cdp;
 use crate::chrome::storage::{self, Area};
@@ -13,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
+use std::rc::Rc;
 
 /// Longest side of a screenshot.
 const MAX_SIDE: f64 = 1568.0;
@@ -32,13 +35,16 @@ pub struct Image {
     pub mime: &'static str,
 }
 
+/// An image kept for upload_image: its id and the image, shared with the storage write.
+type Kept = (String, Rc<Image>);
+
 thread_local! {
     static NEXT_IMAGE: Cell<u32> = const { Cell::new(1) };
-    static IMAGES: RefCell<HashMap<i32, VecDeque<(String, Image)>>> = RefCell::new(HashMap::new());
+    static IMAGES: RefCell<HashMap<i32, VecDeque<Kept>>> = RefCell::new(HashMap::new());
     /// What chrome.storage.session holds, oldest first; `None` until read.
     static STORED: RefCell<Option<Vec<StoredImage>>> = const { RefCell::new(None) };
     /// One writer at a time, so the stored index never goes back.
-    static WRITER: std::rc::Rc<futures_util::lock::Mutex<()>> = std::rc::Rc::default();
+    static WRITER: Rc<futures_util::lock::Mutex<()>> = Rc::default();
 }
 
 #[derive(Clone, Serialize, Deserialize)]
@@ -51,10 +57,17 @@ struct StoredImage {
     n: u32,
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Deserialize)]
 struct StoredData {
     mime: String,
     data: String,
+}
+
+/// What is written: borrowed from the kept image, not a copy of it.
+#[derive(Serialize)]
+struct StoredDataRef<'a> {
+    mime: &'a str,
+    data: &'a str,
 }
 
 fn data_key(id: &str) -> String {
@@ -83,18 +96,18 @@ async fn stored_index() -> Vec<StoredImage> {
 }
 
 /// Keeps the image in session storage within the byte bound, dropping the oldest.
-async fn store_image(tab: i32, id: String, n: u32, mime: &'static str, data: String) {
-    let lock = WRITER.with(std::rc::Rc::clone);
+async fn store_image(tab: i32, id: String, n: u32, image: Rc<Image>) {
+    let lock = WRITER.with(Rc::clone);
     let _one = lock.lock().await;
     let mut list = stored_index().await;
-    let bytes = data.len();
+    let bytes = image.data.len();
     if bytes > STORED_BYTES {
         return;
     }
     list.push(StoredImage {
         id: id.clone(),
         tab,
-        mime: mime.into(),
+        mime: image.mime.into(),
         bytes,
         n,
     });
@@ -104,9 +117,9 @@ async fn store_image(tab: i32, id: String, n: u32, mime: &'static str, data: Str
     }
     // Dropped first, so the bound holds at every step.
     let _ = storage::remove_session(&dropped).await;
-    let stored = StoredData {
-        mime: mime.into(),
-        data,
+    let stored = StoredDataRef {
+        mime: image.mime,
+        data: &image.data,
     };
     if let Err(e) = storage::set(Area::Session, &data_key(&id), &stored).await {
         crate::js::log(&format!("cannot keep image {id} across a restart: {e}"));
@@ -122,20 +135,22 @@ async fn write_index(list: Vec<StoredImage>) {
     }
 }
 
-/// The viewport's CSS size, scroll offset and device pixel ratio.
+/// The viewport's CSS size, scroll offset, device pixel ratio, and whether the page is shown.
 pub struct Viewport {
     pub width: f64,
     pub height: f64,
     pub scroll_x: f64,
     pub scroll_y: f64,
     pub dpr: f64,
+    /// `document.visibilityState` is "visible": the tab paints, so a capture returns.
+    pub visible: bool,
 }
 
 pub async fn viewport(tab: i32) -> Result<Viewport, String> {
     let out = cdp::send(
         tab,
         "Runtime.evaluate",
-        json!({"expression": "[innerWidth, innerHeight, visualViewport ? visualViewport.pageLeft : scrollX, visualViewport ? visualViewport.pageTop : scrollY, devicePixelRatio]", "returnByValue": true}),
+        json!({"expression": "[innerWidth, innerHeight, visualViewport ? visualViewport.pageLeft : scrollX, visualViewport ? visualViewport.pageTop : scrollY, devicePixelRatio, document.visibilityState === 'visible' ? 1 : 0]", "returnByValue": true}),
     )
     .await?;
     let v: Vec<f64> = out
@@ -143,7 +158,7 @@ pub async fn viewport(tab: i32) -> Result<Viewport, String> {
         .and_then(Value::as_array)
         .map(|a| a.iter().filter_map(Value::as_f64).collect())
         .unwrap_or_default();
-    if v.len() != 5 || v[0] <= 0.0 || v[1] <= 0.0 {
+    if v.len() != 6 || v[0] <= 0.0 || v[1] <= 0.0 {
         return Err("reading the viewport size failed".into());
     }
     Ok(Viewport {
@@ -152,6 +167,7 @@ pub async fn viewport(tab: i32) -> Result<Viewport, String> {
         scroll_x: v[2],
         scroll_y: v[3],
         dpr: if v[4] > 0.0 { v[4] } else { 1.0 },
+        visible: v[5] == 1.0,
     })
 }
 
@@ -162,8 +178,13 @@ pub fn budget_scale(width: f64, height: f64) -> f64 {
         .min((MAX_PIXELS / (width * height)).sqrt())
 }
 
-/// A background tab never paints, so its capture would hang: bring it to the front first.
-async fn bring_to_front(tab: i32) -> Result<(), String> {
+/// The viewport of a tab that paints: a hidden tab (a background tab never paints, so its
+/// capture would hang) is brought to the front first, and its viewport read again.
+async fn shown_viewport(tab: i32) -> Result<Viewport, String> {
+    let vp = viewport(tab).await?;
+    if vp.visible {
+        return Ok(vp);
+    }
     if !tabs::get(tab).await?.active {
         tabs::update(
             tab,
@@ -174,7 +195,7 @@ async fn bring_to_front(tab: i32) -> Result<(), String> {
         )
         .await?;
     }
-    Ok(())
+    viewport(tab).await
 }
 
 thread_local! {
@@ -182,51 +203,69 @@ thread_local! {
     /// override and restores what it found, so overlapping captures restore each other's
     /// override and leave it behind, freezing the viewport at its size then (a window resized
     /// later no longer resizes the page).
-    static CAPTURE: std::rc::Rc<futures_util::lock::Mutex<()>> = std::rc::Rc::default();
+    static CAPTURE: Rc<futures_util::lock::Mutex<()>> = Rc::default();
 }
 
-async fn capture(tab: i32, format: &str, clip: &Value) -> Result<String, String> {
-    let lock = CAPTURE.with(std::rc::Rc::clone);
-    let _one_at_a_time = lock.lock().await;
-    let mut params = json!({"format": format, "clip": clip, "captureBeyondViewport": false, "fromSurface": true});
-    if format == "jpeg" {
-        params["quality"] = json!(JPEG_QUALITY);
-    }
-    let out = cdp::send(tab, "Page.captureScreenshot", params).await?;
-    out.get("data")
-        .and_then(Value::as_str)
-        .map(str::to_string)
-        .ok_or_else(|| "Page.captureScreenshot returned no image".into())
+/// A region of the page in CSS px, page coordinates.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Region {
+    pub x: f64,
+    pub y: f64,
+    pub width: f64,
+    pub height: f64,
 }
 
-/// Captures `clip` (CSS px, page coordinates) at `scale` output pixels per CSS pixel, in the
-/// smaller of JPEG and PNG.
-async fn capture_best(
-    tab: i32,
-    x: f64,
-    y: f64,
-    w: f64,
-    h: f64,
-    scale: f64,
-    dpr: f64,
-) -> Result<Image, String> {
+/// The one `Page.captureScreenshot` for `region` at `scale` output pixels per CSS pixel: JPEG at
+/// JPEG_QUALITY, scaled by Chrome in the capture. The whole viewport at its own device pixels
+/// needs no clip (a clip makes Chrome apply a device-metrics override for the capture, and
+/// restore it after).
+pub fn capture_params(vp: &Viewport, region: Region, scale: f64) -> Value {
+    let mut params = json!({
+        "format": "jpeg",
+        "quality": JPEG_QUALITY,
+        "captureBeyondViewport": false,
+        "fromSurface": true,
+    });
+    let whole = region
+        == Region {
+            x: vp.scroll_x,
+            y: vp.scroll_y,
+            width: vp.width,
+            height: vp.height,
+        };
     // CDP's clip scale multiplies device pixels: divide by the ratio to get CSS-based sizes.
-    let clip = json!({"x": x, "y": y, "width": w, "height": h, "scale": scale / dpr});
-    let jpeg = capture(tab, "jpeg", &clip).await?;
-    let png = capture(tab, "png", &clip).await;
-    Ok(match png {
-        Ok(png) if png.len() < jpeg.len() => Image {
-            data: png,
-            mime: "image/png",
-        },
-        _ => Image {
-            data: jpeg,
-            mime: "image/jpeg",
-        },
-    })
+    let clip_scale = scale / vp.dpr;
+    if !(whole && clip_scale == 1.0) {
+        params["clip"] = json!({
+            "x": region.x,
+            "y": region.y,
+            "width": region.width,
+            "height": region.height,
+            "scale": clip_scale,
+        });
+    }
+    params
 }
 
-async fn keep(tab: i32, image: &Image) -> String {
+async fn capture(tab: i32, params: Value) -> Result<Image, String> {
+    let lock = CAPTURE.with(Rc::clone);
+    let _one_at_a_time = lock.lock().await;
+    let out = cdp::send(tab, "Page.captureScreenshot", params).await?;
+    // The data moves out of the result, not copied.
+    let data = match out {
+        Value::Object(mut m) => m.remove("data"),
+        _ => None,
+    };
+    match data {
+        Some(Value::String(data)) => Ok(Image {
+            data,
+            mime: "image/jpeg",
+        }),
+        _ => Err("Page.captureScreenshot returned no image".into()),
+    }
+}
+
+async fn keep(tab: i32, image: Image) -> (String, Rc<Image>) {
     // Numbers go on after those a previous worker stored.
     stored_index().await;
     let n = NEXT_IMAGE.with(|n| {
@@ -235,41 +274,27 @@ async fn keep(tab: i32, image: &Image) -> String {
         id
     });
     let id = format!("ss_{tab}_{n}");
-    wasm_bindgen_futures::spawn_local(store_image(
-        tab,
-        id.clone(),
-        n,
-        image.mime,
-        image.data.clone(),
-    ));
+    let image = Rc::new(image);
+    wasm_bindgen_futures::spawn_local(store_image(tab, id.clone(), n, Rc::clone(&image)));
     IMAGES.with(|m| {
         let mut m = m.borrow_mut();
         let list = m.entry(tab).or_default();
-        list.push_back((
-            id.clone(),
-            Image {
-                data: image.data.clone(),
-                mime: image.mime,
-            },
-        ));
+        list.push_back((id.clone(), Rc::clone(&image)));
         while list.len() > KEPT_PER_TAB {
             list.pop_front();
         }
     });
-    id
+    (id, image)
 }
 
 /// A kept image, by id: from memory, else from what a previous worker stored.
-pub async fn image(id: &str) -> Option<Image> {
+pub async fn image(id: &str) -> Option<Rc<Image>> {
     let kept = IMAGES.with(|m| {
         m.borrow()
             .values()
             .flatten()
             .find(|(i, _)| i == id)
-            .map(|(_, img)| Image {
-                data: img.data.clone(),
-                mime: img.mime,
-            })
+            .map(|(_, img)| Rc::clone(img))
     });
     if kept.is_some() {
         return kept;
@@ -278,21 +303,21 @@ pub async fn image(id: &str) -> Option<Image> {
         .await
         .ok()
         .flatten()?;
-    Some(Image {
+    Some(Rc::new(Image {
         data: stored.data,
         mime: if stored.mime == "image/png" {
             "image/png"
         } else {
             "image/jpeg"
         },
-    })
+    }))
 }
 
 /// A tab closed: its images go, from memory and storage.
 pub fn forget(tab: i32) {
     IMAGES.with(|m| m.borrow_mut().remove(&tab));
     wasm_bindgen_futures::spawn_local(async move {
-        let lock = WRITER.with(std::rc::Rc::clone);
+        let lock = WRITER.with(Rc::clone);
         let _one = lock.lock().await;
         let mut list = stored_index().await;
         let gone: Vec<String> = list
@@ -319,29 +344,25 @@ fn kind(mime: &str) -> &'static str {
 
 /// The screenshot action: text block and image block.
 pub async fn screenshot(tab: i32) -> Result<Vec<ContentBlock>, String> {
-    bring_to_front(tab).await?;
-    let vp = viewport(tab).await?;
+    let vp = shown_viewport(tab).await?;
     let scale = budget_scale(vp.width, vp.height);
-    let img = capture_best(
-        tab,
-        vp.scroll_x,
-        vp.scroll_y,
-        vp.width,
-        vp.height,
-        scale,
-        vp.dpr,
-    )
-    .await?;
+    let whole = Region {
+        x: vp.scroll_x,
+        y: vp.scroll_y,
+        width: vp.width,
+        height: vp.height,
+    };
+    let img = capture(tab, capture_params(&vp, whole, scale)).await?;
     let (w, h) = image_size(&img).ok_or("the captured image could not be read")?;
     coords::set_scale(tab, f64::from(w) / vp.width);
-    let id = keep(tab, &img).await;
+    let (id, img) = keep(tab, img).await;
     Ok(vec![
         ContentBlock::text(format!(
             "Successfully captured screenshot ({w}x{h}, {}) - ID: {id}",
             kind(img.mime)
         )),
         ContentBlock::Image {
-            data: img.data,
+            data: img.data.clone(),
             mime_type: img.mime.into(),
         },
     ])
@@ -349,8 +370,7 @@ pub async fn screenshot(tab: i32) -> Result<Vec<ContentBlock>, String> {
 
 /// The zoom action: a region given in screenshot coordinates, captured at full resolution.
 pub async fn zoom(tab: i32, region: [f64; 4]) -> Result<Vec<ContentBlock>, String> {
-    bring_to_front(tab).await?;
-    let vp = viewport(tab).await?;
+    let vp = shown_viewport(tab).await?;
     let (x0, y0) = coords::to_viewport(tab, region[0], region[1]);
     let (x1, y1) = coords::to_viewport(tab, region[2], region[3]);
     if x1 <= x0 || y1 <= y0 {
@@ -368,15 +388,21 @@ pub async fn zoom(tab: i32, region: [f64; 4]) -> Result<Vec<ContentBlock>, Strin
     let (w, h) = (x1 - x0, y1 - y0);
     // Full resolution: device pixels, within the image budget.
     let scale = vp.dpr * budget_scale(w * vp.dpr, h * vp.dpr);
-    let img = capture_best(tab, vp.scroll_x + x0, vp.scroll_y + y0, w, h, scale, vp.dpr).await?;
+    let clip = Region {
+        x: vp.scroll_x + x0,
+        y: vp.scroll_y + y0,
+        width: w,
+        height: h,
+    };
+    let img = capture(tab, capture_params(&vp, clip, scale)).await?;
     let (iw, ih) = image_size(&img).ok_or("the captured image could not be read")?;
-    let id = keep(tab, &img).await;
+    let (id, img) = keep(tab, img).await;
     Ok(vec![
         ContentBlock::text(format!(
             "Successfully captured zoomed screenshot of region ({},{}) to ({},{}) - {iw}x{ih} pixels - ID: {id}",
             region[0], region[1], region[2], region[3]
         )),
-        ContentBlock::Image { data: img.data, mime_type: img.mime.into() },
+        ContentBlock::Image { data: img.data.clone(), mime_type: img.mime.into() },
     ])
 }
 
@@ -390,9 +416,21 @@ fn image_size(img: &Image) -> Option<(u32, u32)> {
 
 /// Width and height from a base64 JPEG's first SOF marker.
 pub fn jpeg_size(b64: &str) -> Option<(u32, u32)> {
-    // Headers sit near the start; decode a bounded prefix.
-    let prefix = &b64[..b64.len().min(64 * 1024) / 4 * 4];
-    let bytes = decode_base64_prefix(prefix)?;
+    // Headers sit near the start (Chrome's within the first kilobyte): decode a short prefix,
+    // and a longer one (bounded) only when the marker lies beyond it.
+    for n in [4 * 1024, 64 * 1024] {
+        let end = b64.len().min(n) / 4 * 4;
+        if let Some(size) = jpeg_sof(&decode_base64_prefix(b64.get(..end)?)?) {
+            return Some(size);
+        }
+        if end == b64.len() / 4 * 4 {
+            break;
+        }
+    }
+    None
+}
+
+fn jpeg_sof(bytes: &[u8]) -> Option<(u32, u32)> {
     if bytes.get(..2)? != [0xFF, 0xD8] {
         return None;
     }
@@ -447,7 +485,71 @@ fn decode_base64_prefix(s: &str) -> Option<Vec<u8>> {
 
 #[cfg(test)]
 mod tests {
-    use super::{budget_scale, jpeg_size, png_size};
+    use super::{budget_scale, capture_params, jpeg_size, png_size, Region, Viewport};
+    use serde_json::json;
+
+    fn viewport(width: f64, height: f64, dpr: f64) -> Viewport {
+        Viewport {
+            width,
+            height,
+            scroll_x: 0.0,
+            scroll_y: 120.0,
+            dpr,
+            visible: true,
+        }
+    }
+
+    fn whole(vp: &Viewport) -> Region {
+        Region {
+            x: vp.scroll_x,
+            y: vp.scroll_y,
+            width: vp.width,
+            height: vp.height,
+        }
+    }
+
+    #[test]
+    fn one_jpeg_capture_of_the_viewport_without_a_clip_at_its_own_size() {
+        let vp = viewport(780.0, 437.0, 1.0);
+        let p = capture_params(&vp, whole(&vp), budget_scale(vp.width, vp.height));
+        assert_eq!(
+            p,
+            json!({"format": "jpeg", "quality": 80, "captureBeyondViewport": false, "fromSurface": true})
+        );
+    }
+
+    #[test]
+    fn chrome_scales_in_the_capture_when_the_budget_or_the_pixel_ratio_asks() {
+        // DPR 2: device pixels are halved to CSS pixels by the clip's scale.
+        let vp = viewport(780.0, 437.0, 2.0);
+        let p = capture_params(&vp, whole(&vp), budget_scale(vp.width, vp.height));
+        assert_eq!(p["format"], "jpeg");
+        assert_eq!(
+            p["clip"],
+            json!({"x": 0.0, "y": 120.0, "width": 780.0, "height": 437.0, "scale": 0.5})
+        );
+        // A window the budget scales down.
+        let vp = viewport(1700.0, 1000.0, 1.0);
+        let scale = budget_scale(vp.width, vp.height);
+        assert!(scale < 1.0);
+        let p = capture_params(&vp, whole(&vp), scale);
+        assert_eq!(p["clip"]["scale"], json!(scale));
+        assert_eq!(p["clip"]["width"], json!(1700.0));
+        // zoom: a part of the viewport, always a clip.
+        let vp = viewport(780.0, 437.0, 1.0);
+        let part = Region {
+            x: 100.0,
+            y: 200.0,
+            width: 400.0,
+            height: 100.0,
+        };
+        let p = capture_params(&vp, part, 1.0);
+        assert_eq!(
+            p["clip"],
+            json!({"x": 100.0, "y": 200.0, "width": 400.0, "height": 100.0, "scale": 1.0})
+        );
+        assert_eq!(p["quality"], 80);
+    }
 
     #[test]
     fn budget_keeps_side_and_tokens() {
@@ -467,6 +569,18 @@ mod tests {
         bytes.extend_from_slice(&[0; 12]);
         let b64 = encode(&bytes);
         assert_eq!(jpeg_size(&b64), Some((800, 600)));
+    }
+
+    #[test]
+    fn reads_jpeg_dimensions_behind_a_large_header_segment() {
+        // SOI, an APP1 segment of 6,000 bytes (beyond the first prefix decoded), then SOF0.
+        let mut bytes = vec![0xFF, 0xD8, 0xFF, 0xE1, 0x17, 0x70];
+        bytes.extend_from_slice(&[0; 5998]);
+        bytes.extend_from_slice(&[0xFF, 0xC0, 0x00, 0x11, 0x08, 0x01, 0xB5, 0x03, 0x0C, 0x03]);
+        bytes.extend_from_slice(&[0; 12]);
+        assert_eq!(jpeg_size(&encode(&bytes)), Some((780, 437)));
+        // Cut before the marker: no size rather than a wrong one.
+        assert_eq!(jpeg_size(&encode(&bytes[..3000])), None);
     }
 
     fn encode(bytes: &[u8]) -> String {
