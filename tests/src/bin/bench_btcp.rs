@@ -120,7 +120,14 @@ async fn main() -> Result<()> {
             .js(tab, "(async () => { const t = performance.now(); await btcp.__invoke('todo', 'add', '{\"text\":\"q\"}', 15000); return performance.now() - t; })()")
             .await?;
         invoke_only.push(t.parse::<f64>().unwrap_or(f64::NAN));
-        floor.push(timed(&backend, "javascript_tool", json!({"tabId": tab, "text": "1+1"})).await?);
+        floor.push(
+            timed(
+                &backend,
+                "javascript_tool",
+                json!({"tabId": tab, "text": "1+1"}),
+            )
+            .await?,
+        );
     }
 
     // Size and compile time of the worker's wasm, with and without the sandbox.
