@@ -312,19 +312,37 @@
     return stringify({ revision: revision, namespaces: namespaces });
   }
 
-  // For the worker: call a registered method with JSON arguments; always resolves to JSON text
-  // {ok, value} or {ok: false, error}, within timeoutMs.
+  // For the worker: call a registered method with JSON arguments; answers JSON text
+  // {ok, value} or {ok: false, error}: at once when the method answered synchronously, else as
+  // a promise that resolves to it within timeoutMs.
   function invoke(ns, method, argsJson, timeoutMs) {
     const fail = (error) => stringify({ ok: false, error: error });
     const entry = apply(mapGet, providers, [ns]);
     const m = entry && apply(mapGet, entry.methods, [method]);
-    if (!m) return resolved(fail("The page has no tool " + ns + "." + method + " (any more)."));
-    let run;
+    if (!m) return fail("The page has no tool " + ns + "." + method + " (any more).");
+    const answer = (v) => {
+      try {
+        return v === undefined ? stringify({ ok: true }) : stringify({ ok: true, value: v });
+      } catch (e) {
+        return fail(ns + "." + method + " returned a value that is not JSON (" + message(e) + ").");
+      }
+    };
+    let value;
     try {
-      run = resolved(apply(m.fn, m.self, [parse(argsJson)]));
+      value = apply(m.fn, m.self, [parse(argsJson)]);
     } catch (e) {
-      return resolved(fail(message(e)));
+      return fail(message(e));
     }
+    // A method that answered at once (no promise, no thenable) is answered as text right away:
+    // the worker's Runtime.evaluate then has no promise to await and no timer to set.
+    let thenable = false;
+    try {
+      thenable = value !== null && (typeof value === "object" || typeof value === "function") && typeof value.then === "function";
+    } catch (e) {
+      return fail(message(e));
+    }
+    if (!thenable) return answer(value);
+    const run = resolved(value);
     // No Promise.race: it iterates its argument, and iterators can be patched by page scripts.
     return new PromiseCtor((res) => {
       let settled = false;
@@ -336,13 +354,7 @@
       };
       const timer = setTimer(() => finish(fail(ns + "." + method + " did not answer within " + timeoutMs / 1000 + " s.")), timeoutMs);
       apply(then, run, [
-        (v) => {
-          try {
-            finish(v === undefined ? stringify({ ok: true }) : stringify({ ok: true, value: v }));
-          } catch (e) {
-            finish(fail(ns + "." + method + " returned a value that is not JSON (" + message(e) + ")."));
-          }
-        },
+        (v) => finish(answer(v)),
         (e) => finish(fail(message(e))),
       ]);
     });

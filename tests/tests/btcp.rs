@@ -300,6 +300,39 @@ async fn pages_offer_tools_that_agents_discover_and_call() -> Result<()> {
         "This tab has no tool namespace \"account\". Namespaces: browser, todo, webmcp, lab."
     );
 
+    // A method answers the same whether it answers at once or through a promise (or any
+    // thenable); a value that is not JSON fails the same way on both paths.
+    s.page(
+        r#"window.oddHandle = btcp.registerProvider({namespace: 'odd', getInterface: () => ({name: 'Odd', version: '1', methods: ['now', 'later', 'thenable', 'bigNow', 'bigLater', 'nothing'].map((name) => ({name, description: name, inputSchema: {type: 'object'}}))}), getAPI: () => ({now: () => ({a: [1]}), later: async () => ({a: [1]}), thenable: () => ({then(r) { r(7); }}), bigNow: () => 1n, bigLater: async () => 1n, nothing: () => undefined})}); 'ok'"#,
+    )
+    .await?;
+    assert_eq!(s.call("odd", "now", json!({})).await?, json!({"a": [1]}));
+    assert_eq!(s.call("odd", "later", json!({})).await?, json!({"a": [1]}));
+    assert_eq!(s.call("odd", "thenable", json!({})).await?, json!(7));
+    assert_eq!(
+        s.backend
+            .text(
+                "btcp_call",
+                json!({"tabId": s.tab, "namespace": "odd", "method": "nothing"})
+            )
+            .await?,
+        "undefined"
+    );
+    for method in ["bigNow", "bigLater"] {
+        let e = s.call_error("odd", method, json!({})).await?;
+        assert!(
+            e.starts_with(&format!(
+                "odd.{method} failed: odd.{method} returned a value that is not JSON ("
+            )),
+            "{e}"
+        );
+    }
+    let report = s
+        .script("const a = await odd.now(); const b = await odd.thenable(); return [a, b];")
+        .await?;
+    assert_eq!(report["result"], json!([{"a": [1]}, 7]));
+    assert_eq!(s.page("oddHandle.unregister()").await?, "true");
+
     // Other page scripts can't take over or swap a registered provider.
     let tamper = s
         .page(

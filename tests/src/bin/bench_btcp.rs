@@ -102,10 +102,33 @@ async fn main() -> Result<()> {
             .await?,
         );
     }
+    let in_calls_copy = in_calls.clone();
     let count = backend
         .js(tab, "document.querySelectorAll('#items li').length")
         .await?;
     assert_eq!(count, (ROUNDS * CALLS * 3).to_string(), "every call landed");
+
+    // Where a page call's time goes: the method alone in the page, btcp.__invoke in the page,
+    // and a javascript_tool round trip (one Runtime.evaluate) as the floor of a command.
+    let (mut method_only, mut invoke_only, mut floor) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..ROUNDS * 3 {
+        let t = backend
+            .js(tab, "(() => { const t = performance.now(); todoApi.add({text: 'p'}); return performance.now() - t; })()")
+            .await?;
+        method_only.push(t.parse::<f64>().unwrap_or(f64::NAN));
+        let t = backend
+            .js(tab, "(async () => { const t = performance.now(); await btcp.__invoke('todo', 'add', '{\"text\":\"q\"}', 15000); return performance.now() - t; })()")
+            .await?;
+        invoke_only.push(t.parse::<f64>().unwrap_or(f64::NAN));
+        floor.push(
+            timed(
+                &backend,
+                "javascript_tool",
+                json!({"tabId": tab, "text": "1+1"}),
+            )
+            .await?,
+        );
+    }
 
     // Size and compile time of the worker's wasm, with and without the sandbox.
     let ours = built_worker_wasm();
@@ -174,11 +197,31 @@ async fn main() -> Result<()> {
     println!(
         "{:<58} {:>9.1} ms",
         "  of which inside the 20 calls (the script's trace)",
-        median(in_calls)
+        median(in_calls.clone())
     );
     println!(
         "{:<58} {:>12} {:>12}",
         "  (baseline: the same calls as separate btcp_call commands)", "", ""
+    );
+    println!(
+        "{:<58} {:>9.2} ms",
+        "  one page call inside the script (trace, mean)",
+        median(in_calls_copy) / CALLS as f64
+    );
+    println!(
+        "{:<58} {:>9.2} ms",
+        "  todo.add alone in the page (performance.now)",
+        median(method_only)
+    );
+    println!(
+        "{:<58} {:>9.2} ms",
+        "  btcp.__invoke('todo', 'add') in the page",
+        median(invoke_only)
+    );
+    println!(
+        "{:<58} {:>9.2} ms",
+        "  javascript_tool \"1+1\" round trip (a command's floor)",
+        median(floor)
     );
     println!(
         "{:<58} {:>9.1} ms {:>9.1} ms",
