@@ -289,7 +289,7 @@ async fn the_page_tools_api_reaches_none_of_the_built_in_tools() -> Result<()> {
             tab,
             r#"await (async () => {
                 const out = [];
-                const invoke = (ns, m, args) => btcp.__invoke(ns, m, JSON.stringify(args), 1000).then(JSON.parse);
+                const invoke = (ns, m, args) => Promise.resolve(btcp.__invoke(ns, m, JSON.stringify(args), 1000)).then(JSON.parse);
                 out.push(await invoke('browser', 'navigate', {url: 'file:///etc/passwd'}));
                 out.push(await invoke('browser', 'javascript_tool', {text: 'chrome.tabs'}));
                 out.push(await invoke('webmcp', 'navigate', {url: 'file:///etc/passwd'}));

@@ -137,10 +137,18 @@ impl Sandbox {
         let start_ms = clock::now_ms();
         let step_deadline = Rc::new(Cell::new(f64::INFINITY));
         let stopped = Rc::new(Cell::new(None));
+        // The prelude is ours and bounded (it freezes interfaces the registry's limits bound):
+        // it is never interrupted, so a run whose budget ran out while it was set up (a loaded
+        // machine) still ends with the time limit's own message, at the script's first check.
+        let armed = Rc::new(Cell::new(false));
         {
-            let (step_deadline, stopped) = (step_deadline.clone(), stopped.clone());
+            let (step_deadline, stopped, armed) =
+                (step_deadline.clone(), stopped.clone(), armed.clone());
             let end = start_ms + limits.time_ms;
             runtime.set_interrupt_handler(Some(Box::new(move || {
+                if !armed.get() {
+                    return false;
+                }
                 let now = clock::now_ms();
                 let why = if now > end {
                     Some(Stop::Time)
@@ -178,6 +186,7 @@ impl Sandbox {
                 Persistent::save(&ctx, encode),
             ))
         })?;
+        armed.set(true);
         Ok(Sandbox {
             settle: Some(settle),
             encode: Some(encode),
