@@ -80,14 +80,6 @@ impl Backend {
         format!("http://{}", self.addr)
     }
 
-    /// The running server's relay (commands sent in-process, without HTTP: the benchmarks'
-    /// pipelined mode).
-    pub fn relay(&self) -> Option<std::sync::Arc<browser_operator_server::relay::Relay>> {
-        self.server
-            .as_ref()
-            .map(|s| std::sync::Arc::clone(s.relay()))
-    }
-
     /// Stops the server (every connection dropped); `start_again` brings it back on the same port.
     pub async fn stop(&mut self) {
         if let Some(server) = self.server.take() {
