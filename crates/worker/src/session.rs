@@ -495,14 +495,11 @@ fn backoff_ms(attempt: u32) -> u32 {
 }
 
 async fn run(gen: u64) {
-    // Side by side, not one after another: a woken worker connects as soon as the delivery
-    // state is back (the alarm and the watchdog need not be there before it).
-    let alarm = async {
-        if let Err(e) = alarms::create_periodic(ALARM, 0.5).await {
-            log(&format!("cannot create the keep-alive alarm: {e}"));
-        }
-    };
-    futures_util::future::join3(alarm, watchdog::start(), restore()).await;
+    if let Err(e) = alarms::create_periodic(ALARM, 0.5).await {
+        log(&format!("cannot create the keep-alive alarm: {e}"));
+    }
+    watchdog::start().await;
+    restore().await;
     let mut attempt = 0u32;
     while is_current(gen) {
         let Some(config) = wanted_config().await else {
