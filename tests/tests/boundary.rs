@@ -462,6 +462,8 @@ mod raw {
         pub url: String,
         pub answers: Answers,
         outgoing: Outgoing,
+        /// Connections authenticated so far (a restarted worker's is a new one).
+        pub connections: Arc<std::sync::atomic::AtomicUsize>,
     }
 
     impl RawWs {
@@ -472,16 +474,18 @@ mod raw {
             let url = format!("ws://{}/ws", listener.local_addr().expect("addr"));
             let answers = Answers::default();
             let outgoing: Outgoing = Arc::default();
-            let (a, o) = (answers.clone(), outgoing.clone());
+            let connections = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+            let (a, o, c) = (answers.clone(), outgoing.clone(), connections.clone());
             tokio::spawn(async move {
                 while let Ok((socket, _)) = listener.accept().await {
-                    tokio::spawn(serve_ws(socket, a.clone(), o.clone()));
+                    tokio::spawn(serve_ws(socket, a.clone(), o.clone(), c.clone()));
                 }
             });
             RawWs {
                 url,
                 answers,
                 outgoing,
+                connections,
             }
         }
 
@@ -500,7 +504,12 @@ mod raw {
         }
     }
 
-    async fn serve_ws(socket: TcpStream, answers: Answers, outgoing: Outgoing) {
+    async fn serve_ws(
+        socket: TcpStream,
+        answers: Answers,
+        outgoing: Outgoing,
+        connections: Arc<std::sync::atomic::AtomicUsize>,
+    ) {
         let Ok(mut ws) = tokio_tungstenite::accept_async(socket).await else {
             return;
         };
@@ -518,6 +527,7 @@ mod raw {
         }
         let (tx, mut rx) = mpsc::unbounded_channel::<String>();
         *outgoing.lock().expect("outgoing") = Some(tx);
+        connections.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         loop {
             tokio::select! {
                 incoming = ws.next() => match incoming {
@@ -951,9 +961,15 @@ async fn a_hostile_websocket_backend_gets_one_answer_per_id_and_the_extension_ke
         .await?,
         "4"
     );
+    let before = raw.connections.load(std::sync::atomic::Ordering::SeqCst);
     worker.detach().await?;
     browser.stop_worker().await?;
-    browser.wait_status("connected", WAIT).await?;
+    // The stored status still says "connected" from the stopped worker: wait for the new
+    // worker's own connection (commands sent before it would go to the dead one).
+    until("the restarted worker connected again", WAIT, || async {
+        Ok(raw.connections.load(std::sync::atomic::Ordering::SeqCst) > before)
+    })
+    .await?;
     for id in ["r4", "c999"] {
         let (tool, args) = if id == "r4" {
             (

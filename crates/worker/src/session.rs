@@ -503,14 +503,25 @@ async fn run(gen: u64) {
     let mut attempt = 0u32;
     while is_current(gen) {
         let Some(config) = wanted_config().await else {
-            with(|s| s.running = false);
+            if is_current(gen) {
+                with(|s| s.running = false);
+            }
             return;
         };
+        // A loop retired while it waited (Save & connect started a new one during this
+        // worker's start-up, which reads the delivery ledger first) must not connect too,
+        // nor write its "Connecting" over the new loop's "Connected".
+        if !is_current(gen) {
+            return;
+        }
         set_status(
             State::Connecting,
             format!("Connecting to {}…", config.server_url),
         )
         .await;
+        if !is_current(gen) {
+            return;
+        }
         let (tx, rx) = mpsc::unbounded();
         let pending_tx = RefCell::new(Some(tx));
         let on_auth = || {
@@ -570,13 +581,16 @@ async fn run(gen: u64) {
 }
 
 fn on_authenticated(gen: u64, tx: mpsc::UnboundedSender<CommandResult>, config: &ConnectionConfig) {
-    let waiting = with(|s| {
+    let Some(waiting) = with(|s| {
         if s.generation != gen {
-            return Vec::new();
+            return None;
         }
         s.sender = Some(tx.clone());
-        s.outbox.drain(..).map(|(r, _)| r).collect::<Vec<_>>()
-    });
+        Some(s.outbox.drain(..).map(|(r, _)| r).collect::<Vec<_>>())
+    }) else {
+        // A retired loop's connection: its status is not the browser's.
+        return;
+    };
     let flushed = !waiting.is_empty();
     for result in waiting {
         let _ = tx.unbounded_send(result);
