@@ -127,7 +127,10 @@ $("reveal").addEventListener("click", () => {
 });
 
 chrome.storage.onChanged.addListener((changes, area) => {
-  if (area === "session" && changes.status) showStatus(changes.status.newValue);
+  if (area === "session" && changes.status) {
+    statusChanged = true;
+    showStatus(changes.status.newValue);
+  }
 });
 
 load();

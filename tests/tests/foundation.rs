@@ -355,3 +355,73 @@ fn jpeg_size(b: &[u8]) -> Option<(u32, u32)> {
     }
     None
 }
+
+/// Options and the popup read the worker's state once as they open; a status written while that
+/// read is in flight is newer than its snapshot and must stay on screen (a page showing the
+/// stale "Connecting…" of a worker that has connected is what a user would see stuck).
+#[tokio::test]
+async fn a_status_written_while_a_page_opens_is_not_overwritten_by_its_snapshot() -> Result<()> {
+    browser_operator_e2e::init();
+    let browser = Browser::launch(BrowserOptions::default()).await?;
+    // The pages' getState answers only after a newer status has reached chrome.storage (and its
+    // change event the page): the snapshot it carries is then the older one.
+    const LATE_SNAPSHOT: &str = r#"
+        const real = chrome.runtime.sendMessage.bind(chrome.runtime);
+        chrome.runtime.sendMessage = async (message, ...rest) => {
+            const reply = await real(message, ...rest);
+            if (message && message.type === 'getState') {
+                await chrome.storage.session.set({status: {
+                    state: 'connected', message: 'Connected to the newer status', since: Date.now()}});
+                await new Promise((r) => setTimeout(r, 300));
+            }
+            return reply;
+        };"#;
+    // The worker writes its own first status as it starts: wait for it, so that it cannot land
+    // in the middle of what follows.
+    let setup = browser.options_page().await?;
+    setup
+        .wait_for(
+            "chrome.storage.session.get('status').then((s) => s.status !== undefined)",
+            CONNECT,
+        )
+        .await?;
+    for (name, url) in [
+        ("Options", browser.options_url().await?),
+        (
+            "popup",
+            browser
+                .options_url()
+                .await?
+                .replace("options.html", "popup.html"),
+        ),
+    ] {
+        setup
+            .eval(
+                "chrome.storage.session.set({status: {state: 'connecting', \
+                 message: 'Connecting (the older status)', since: Date.now()}}).then(() => true)",
+            )
+            .await?;
+        let page = browser.open_page("about:blank").await?;
+        page.call(
+            "Page.addScriptToEvaluateOnNewDocument",
+            json!({ "source": LATE_SNAPSHOT }),
+        )
+        .await?;
+        page.call("Page.navigate", json!({ "url": url })).await?;
+        page.wait_for(
+            "location.protocol === 'chrome-extension:' && document.body?.dataset.ready === 'true'",
+            CONNECT,
+        )
+        .await?;
+        let shown = page
+            .eval("[document.querySelector('#status').dataset.state, document.querySelector('#status').textContent]")
+            .await?;
+        assert_eq!(
+            shown,
+            json!(["connected", "Connected to the newer status"]),
+            "the {name} page"
+        );
+        let _ = page.close().await;
+    }
+    Ok(())
+}
