@@ -16,6 +16,10 @@
 //!   fraction of it (at least 3–10 rounds each);
 //! - `BENCH_ONLY=<section>[,<section>…]`: only those sections (latency, screenshot, tree, text,
 //!   codemode, wasm, throughput); the report then goes to `target/bench/` unless `BENCH_OUT`;
+//! - `BENCH_CODEMODE_DIAG` (set): instead of section 5's rows, print where code mode's time goes:
+//!   20 `btcp.__invoke` calls over raw CDP and one script beside them on a todo list of 0, 300 and
+//!   600 items (the page's own render time and the gaps between calls, from a hook on `render`),
+//!   at +0 and +50 ms, and a CPU profile of the worker during one script;
 //! - `BENCH_OUT`: the folder for BENCHMARKS.md and benchmarks.svg (default `docs/`);
 //! - `BENCH_SERVER`: the server binary (default: `browser-operator` beside this program);
 //! - `BENCH_PLAYWRIGHT_MCP`: the `@playwright/mcp` package folder (default under `.tools/`);
@@ -819,14 +823,27 @@ impl Bench {
         let script = format!(
             "for (let i = 0; i < {CALLS}; i++) await todo.add({{text: 'script ' + i}}); return {CALLS};"
         );
+        if std::env::var_os("BENCH_CODEMODE_DIAG").is_some() {
+            return self.codemode_diag(proxy, &script).await;
+        }
         let rounds = scaled(self.rounds, 0.035, 5);
-        let mut landed = 0;
         for (one_way, label) in [(0u64, "+0 ms"), (25, "+50 ms")] {
             proxy.set_one_way_delay(Duration::from_millis(one_way));
             let mut samples: [Vec<f64>; 2] = Default::default();
             let mut in_calls = Vec::new();
             for round in 0..1 + rounds {
                 for arm in rotation(round, 2) {
+                    // Every arm starts from an empty list (untimed): todo.add re-renders the
+                    // whole list, so a list that grew over the rounds would make later calls
+                    // (the +50 ms block's) slower for the page's sake, not the path's.
+                    let empty = self
+                        .raw_eval("(() => { state.items.length = 0; render(); return list.children.length; })()")
+                        .await?;
+                    if empty.as_u64() != Some(0) {
+                        return Err(Error::new(format!(
+                            "todo.html's list did not empty: {empty}"
+                        )));
+                    }
                     let t = Instant::now();
                     if arm == 0 {
                         for i in 0..CALLS {
@@ -858,7 +875,14 @@ impl Bench {
                     if round >= 1 {
                         samples[arm].push(ms(t.elapsed()));
                     }
-                    landed += CALLS;
+                    let count = self
+                        .raw_eval("document.querySelectorAll('#items li').length")
+                        .await?;
+                    if count.as_u64() != Some(CALLS as u64) {
+                        return Err(Error::new(format!(
+                            "{CALLS} todo.add calls were made but the page lists {count} items"
+                        )));
+                    }
                 }
             }
             let row = Row::new(
@@ -879,14 +903,6 @@ impl Bench {
             });
         }
         proxy.set_one_way_delay(Duration::ZERO);
-        let count = self
-            .raw_eval("document.querySelectorAll('#items li').length")
-            .await?;
-        if count.as_u64() != Some(landed as u64) {
-            return Err(Error::new(format!(
-                "{landed} todo.add calls were made but the page lists {count} items"
-            )));
-        }
         self.method.push(format!(
             "**5. Code mode.** On `{page}`, with the extension connected through a TCP proxy in \
              the bench that holds every chunk for a one-way delay in each direction (0, then \
@@ -894,12 +910,146 @@ impl Bench {
              requests to the server are not delayed): {CALLS} `todo.add` page-tool calls as \
              {CALLS} `btcp_call` commands one after another, against one `btcp_run_script` that \
              awaits the same {CALLS} calls in turn; 1 warm-up round, then {rounds} rounds, \
-             alternating. Every call is checked to have landed (the page's item count)."
+             alternating. Each arm starts from an empty list (emptied over raw CDP, untimed: \
+             `todo.add` re-renders the whole list) and is checked to have landed its {CALLS} \
+             items (the page's item count)."
         ));
         Ok(())
     }
 
     // 6. Wasm sizes, and a woken worker's first command.
+    /// `BENCH_CODEMODE_DIAG`: see the module's settings.
+    async fn codemode_diag(&mut self, proxy: &DelayProxy, script: &str) -> Result<()> {
+        let tab = self.tab;
+        self.raw_eval("(() => { if (!window.__t) { const r0 = render; window.__t = []; render = function () { const a = performance.now(); r0(); __t.push([a, performance.now()]); }; } return true; })()").await?;
+        let set_list = |n: usize| {
+            format!("(() => {{ state.items = Array.from({{length: {n}}}, (_, i) => ({{id: state.nextId++, text: 'pre ' + i, done: false}})); render(); window.__t = []; return state.items.length; }})()")
+        };
+        let med = |v: &mut Vec<f64>| -> f64 {
+            if v.is_empty() {
+                return f64::NAN;
+            }
+            v.sort_by(|a, b| a.total_cmp(b));
+            v[v.len() / 2]
+        };
+        for one_way in [0u64, 25] {
+            proxy.set_one_way_delay(Duration::from_millis(one_way));
+            for n in [0usize, 300, 600] {
+                for rep in 0..3 {
+                    // a) raw CDP from the bench: __invoke as the worker sends it
+                    self.raw_eval(&set_list(n)).await?;
+                    let t = Instant::now();
+                    for i in 0..CALLS {
+                        let expr = format!(
+                            "globalThis.btcp.__invoke(\"todo\", \"add\", {}, 15000)",
+                            Value::from(format!("{{\"text\":\"raw {i}\"}}"))
+                        );
+                        self.raw.call("Runtime.evaluate", json!({"expression": expr, "awaitPromise": true, "returnByValue": true, "userGesture": true})).await?;
+                    }
+                    let raw_ms = ms(t.elapsed());
+                    let mut rend: Vec<f64> =
+                        serde_json::from_value(self.raw_eval("__t.map(x => x[1] - x[0])").await?)?;
+                    let raw_render = med(&mut rend);
+                    // b) the script
+                    self.raw_eval(&set_list(n)).await?;
+                    let t = Instant::now();
+                    let report: Value = serde_json::from_str(
+                        &self
+                            .api
+                            .text("btcp_run_script", &json!({"tabId": tab, "script": script}))
+                            .await?,
+                    )?;
+                    let script_ms = ms(t.elapsed());
+                    let mut calls: Vec<f64> = report["calls"]
+                        .as_array()
+                        .map(|c| c.iter().filter_map(|c| c["ms"].as_f64()).collect())
+                        .unwrap_or_default();
+                    let calls_sum: f64 = calls.iter().sum();
+                    let calls_med = med(&mut calls);
+                    let t_marks: Vec<Vec<f64>> =
+                        serde_json::from_value(self.raw_eval("__t").await?)?;
+                    let mut gaps: Vec<f64> =
+                        t_marks.windows(2).map(|w| w[1][0] - w[0][1]).collect();
+                    let mut rend: Vec<f64> = t_marks.iter().map(|x| x[1] - x[0]).collect();
+                    let span = t_marks.last().map_or(0.0, |l| l[1])
+                        - t_marks.first().map_or(0.0, |f| f[0]);
+                    println!(
+                        "diag one_way={one_way} n={n} rep={rep}: raw20={raw_ms:.1}ms (render med {raw_render:.2}) | script={script_ms:.1}ms calls_sum={calls_sum:.0} call_med={calls_med:.1} page: first→last {span:.1}ms gap med {:.2} render med {:.2}",
+                        med(&mut gaps), med(&mut rend)
+                    );
+                }
+            }
+            // c) the worker's CPU during one script (n = 0)
+            self.raw_eval(&set_list(0)).await?;
+            let worker = self.browser.worker().await?;
+            worker.call("Profiler.enable", json!({})).await?;
+            worker
+                .call("Profiler.setSamplingInterval", json!({"interval": 100}))
+                .await?;
+            worker.call("Profiler.start", json!({})).await?;
+            let t = Instant::now();
+            self.api
+                .text("btcp_run_script", &json!({"tabId": tab, "script": script}))
+                .await?;
+            let script_ms = ms(t.elapsed());
+            let prof = worker.call("Profiler.stop", json!({})).await?;
+            let _ = worker.detach().await;
+            let nodes = prof["profile"]["nodes"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            let samples = prof["profile"]["samples"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            let deltas = prof["profile"]["timeDeltas"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            let mut by_id = std::collections::HashMap::new();
+            for n in &nodes {
+                by_id.insert(
+                    n["id"].as_i64().unwrap_or(0),
+                    format!(
+                        "{} {}:{}",
+                        n["callFrame"]["functionName"].as_str().unwrap_or(""),
+                        n["callFrame"]["url"]
+                            .as_str()
+                            .unwrap_or("")
+                            .rsplit('/')
+                            .next()
+                            .unwrap_or(""),
+                        n["callFrame"]["lineNumber"]
+                    ),
+                );
+            }
+            let mut tally: std::collections::HashMap<String, f64> = Default::default();
+            for (s, d) in samples
+                .iter()
+                .zip(deltas.iter().skip(1).chain(std::iter::once(&json!(0))))
+            {
+                let name = by_id
+                    .get(&s.as_i64().unwrap_or(0))
+                    .cloned()
+                    .unwrap_or_default();
+                *tally.entry(name).or_default() += d.as_f64().unwrap_or(0.0) / 1000.0;
+            }
+            let mut top: Vec<_> = tally.into_iter().collect();
+            top.sort_by(|a, b| b.1.total_cmp(&a.1));
+            println!(
+                "diag worker profile one_way={one_way}: script {script_ms:.1} ms; profile {:.1} ms",
+                (prof["profile"]["endTime"].as_f64().unwrap_or(0.0)
+                    - prof["profile"]["startTime"].as_f64().unwrap_or(0.0))
+                    / 1000.0
+            );
+            for (name, t) in top.iter().take(15) {
+                println!("   {t:8.2} ms  {name}");
+            }
+        }
+        proxy.set_one_way_delay(Duration::ZERO);
+        Ok(())
+    }
+
     async fn wasm(&mut self) -> Result<()> {
         let worker = browser_operator_e2e::built_worker_wasm();
         let sandbox = worker
