@@ -67,6 +67,15 @@ pub fn tool(name: &str) -> Option<ToolSpec> {
     entries().iter().find(|e| e.name == name).map(Entry::spec)
 }
 
+/// The JSON Schema of one tool's arguments, borrowed (no copy: the worker checks every
+/// command's arguments against it).
+pub fn input_schema(name: &str) -> Option<&'static Value> {
+    entries()
+        .iter()
+        .find(|e| e.name == name)
+        .map(|e| &e.input_schema)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

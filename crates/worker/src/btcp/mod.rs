@@ -6,13 +6,41 @@
 mod page;
 mod script;
 
-use crate::tools::{self, bounded};
+use crate::tools::{self, bounded, typed, Access, Tool};
 use protocol::btcp::{declarations, PageTools, BROWSER};
 use protocol::{schema, ToolResult};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use std::future::Future;
 use std::pin::Pin;
+
+pub const INTERFACES: Tool = Tool {
+    name: "btcp_interfaces",
+    tab: Some(Access::Reads),
+    during_dialog: false,
+    run: |args| typed(args, interfaces),
+};
+
+pub const GET_INTERFACE: Tool = Tool {
+    name: "btcp_get_interface",
+    tab: Some(Access::Reads),
+    during_dialog: false,
+    run: |args| typed(args, get_interface),
+};
+
+pub const CALL: Tool = Tool {
+    name: "btcp_call",
+    tab: Some(Access::Acts),
+    during_dialog: false,
+    run: |args| typed(args, call),
+};
+
+pub const RUN_SCRIPT: Tool = Tool {
+    name: "btcp_run_script",
+    tab: Some(Access::Acts),
+    during_dialog: false,
+    run: |args| typed(args, run_script),
+};
 
 /// Time a page method has to answer a btcp_call.
 const PAGE_CALL_MS: u32 = 15_000;

@@ -2,8 +2,16 @@
 //! since it joined the group (recorded by `observers`).
 
 use crate::observers;
+use crate::tools::{typed, Access, Tool};
 use protocol::ToolResult;
 use serde::Deserialize;
+
+pub const TOOL: Tool = Tool {
+    name: "read_console_messages",
+    tab: Some(Access::Reads),
+    during_dialog: false,
+    run: |args| typed(args, run),
+};
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]

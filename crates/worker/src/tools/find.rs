@@ -8,10 +8,18 @@ use crate::cdp::{self, Target};
 use crate::coords;
 use crate::refs::{self, Doc};
 use crate::tools::read_page;
+use crate::tools::{typed, Access, Tool};
 use protocol::ToolResult;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::HashMap;
+
+pub const TOOL: Tool = Tool {
+    name: "find",
+    tab: Some(Access::Reads),
+    during_dialog: false,
+    run: |args| typed(args, run),
+};
 
 const MAX_RESULTS: usize = 20;
 

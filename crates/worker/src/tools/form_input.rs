@@ -3,9 +3,17 @@
 
 use crate::cdp;
 use crate::refs;
+use crate::tools::{typed, Access, Tool};
 use protocol::ToolResult;
 use serde::Deserialize;
 use serde_json::{json, Value};
+
+pub const TOOL: Tool = Tool {
+    name: "form_input",
+    tab: Some(Access::Acts),
+    during_dialog: false,
+    run: |args| typed(args, run),
+};
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]

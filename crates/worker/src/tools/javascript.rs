@@ -3,9 +3,17 @@
 
 use crate::cdp;
 use crate::tools::bounded;
+use crate::tools::{typed, Access, Tool};
 use protocol::ToolResult;
 use serde::Deserialize;
 use serde_json::{json, Value};
+
+pub const TOOL: Tool = Tool {
+    name: "javascript_tool",
+    tab: Some(Access::Acts),
+    during_dialog: false,
+    run: |args| typed(args, run),
+};
 
 const EVAL_TIMEOUT_MS: u32 = 10_000;
 const MAX_OUTPUT_CHARS: usize = 50_000;

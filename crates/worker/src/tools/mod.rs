@@ -1,6 +1,10 @@
-//! The one dispatch path for every command, whatever brought it: look the tool up in the
-//! catalog, check the arguments against its schema, check the tab against the automation group,
-//! then run the tool.
+//! The tools and the one dispatch path for every command, whatever brought it: look the tool up,
+//! check the arguments against its schema, check the tab against the automation group, apply the
+//! guards its policy asks for (boundary, dialogs), then run it.
+//!
+//! Adding a tool: its entry in `crates/protocol/src/catalog.json` (description and argument
+//! schema), one file here declaring a [`Tool`] (name, policy, handler) next to its handler, and
+//! one line in [`TOOLS`]. A unit test checks the list against the catalog both ways.
 
 pub mod computer;
 mod console;
@@ -20,86 +24,171 @@ use crate::{boundary, btcp, cdp, group, observers};
 use protocol::{schema, ToolResult};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
+use std::future::Future;
+use std::pin::Pin;
 
-pub async fn dispatch(tool: &str, args: Map<String, Value>) -> Result<ToolResult, String> {
-    let spec = protocol::tool(tool).ok_or_else(|| format!("Unknown tool: {tool}"))?;
-    if let Err(e) = schema::check_args_at(&spec.input_schema, &args) {
+/// What a command answers: its result, or the error the model reads.
+pub type Outcome = Result<ToolResult, String>;
+/// A running tool: each tool's own boxed future (so no one state machine holds every tool's).
+pub type Running = Pin<Box<dyn Future<Output = Outcome>>>;
+
+/// One tool: declared in its own file, next to its handler; listed in [`TOOLS`].
+pub struct Tool {
+    /// Its name in `catalog.json`, which holds its description and argument schema.
+    pub name: &'static str,
+    /// What it does with a tab, if it takes one (its schema then requires `tabId`, and dispatch
+    /// checks that tab against the automation group and the boundary first).
+    pub tab: Option<Access>,
+    /// May run while a JavaScript dialog is open on its tab (it answers it, or closes the tab);
+    /// any other tool is refused then, naming the dialog.
+    pub during_dialog: bool,
+    /// The work: arguments checked against the schema, typed by the handler (see [`typed`]).
+    pub run: fn(Map<String, Value>) -> Running,
+}
+
+/// What a tool does with its tab's page.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Access {
+    /// Only reads the page, or what was recorded of it.
+    Reads,
+    /// Acts on the page: input, scripts, its dialogs, its window.
+    Acts,
+    /// Loads a URL in the tab (without the debugger): allowed on a page outside the boundary,
+    /// which it leaves. A history step (`back`, `forward`) is not, as it acts through the page.
+    Navigates,
+    /// Closes the tab: allowed whatever page it shows; nothing is said of a page afterwards.
+    Closes,
+}
+
+/// Every tool the worker runs: the catalog names these, no more and no fewer (a test checks).
+pub static TOOLS: &[Tool] = &[
+    tabs::CONTEXT,
+    tabs::CREATE,
+    tabs::CLOSE,
+    navigate::TOOL,
+    computer::TOOL,
+    javascript::TOOL,
+    read_page::TOOL,
+    find::TOOL,
+    form_input::TOOL,
+    page_text::TOOL,
+    console::TOOL,
+    network::TOOL,
+    plan::UPDATE,
+    window::HANDLE_DIALOG,
+    window::RESIZE,
+    upload::TOOL,
+    plan::GIF_CREATOR,
+    plan::SHORTCUTS_LIST,
+    plan::SHORTCUTS_EXECUTE,
+    plan::SWITCH_BROWSER,
+    btcp::INTERFACES,
+    btcp::GET_INTERFACE,
+    btcp::CALL,
+    btcp::RUN_SCRIPT,
+];
+
+/// A handler from a tool's typed function: the arguments parsed into `A`, the future boxed.
+pub fn typed<A, F>(args: Map<String, Value>, run: impl FnOnce(A) -> F) -> Running
+where
+    A: DeserializeOwned,
+    F: Future<Output = Outcome> + 'static,
+{
+    match parse(args) {
+        Ok(args) => Box::pin(run(args)),
+        Err(e) => Box::pin(std::future::ready(Err(e))),
+    }
+}
+
+/// The one path of every command: lookup, schema, group, the guards the tool's policy asks for,
+/// run.
+pub async fn dispatch(name: &str, args: Map<String, Value>) -> Outcome {
+    let found = TOOLS.iter().find(|t| t.name == name);
+    let (Some(tool), Some(input_schema)) = (found, protocol::catalog::input_schema(name)) else {
+        return Err(format!("Unknown tool: {name}"));
+    };
+    if let Err(e) = schema::check_args_at(input_schema, &args) {
         if e.argument == "tabId" {
             return Err(format!("{} {}", e.message, group::valid_tabs_note().await));
         }
         return Err(e.message);
     }
-    // Every tool that takes a tabId acts on that tab: the boundary is checked here, once.
-    if let Some(tab_arg) = args.get("tabId") {
-        // The schema let only integers through; one beyond i64 is no tab either.
-        let Some(tab_arg) = tab_arg.as_i64() else {
-            return Err(format!(
-                "Tab {tab_arg} does not exist. {}",
-                group::valid_tabs_note().await
-            ));
-        };
-        let tab = group::check_tab(tab_arg).await?;
-        let tab_id = tab.id.ok_or("chrome.tabs returned a tab without an id")?;
-        // The page it shows: nothing outside the web is read or acted on, whatever the tool.
-        // Closing the tab, or navigating it to a URL (without the debugger), still works.
-        if let Err(e) = boundary::check(&tab) {
-            let history = matches!(
-                args.get("url").and_then(Value::as_str).map(str::trim),
-                Some("back" | "forward")
-            );
-            let leaves = tool == "tabs_close_mcp" || (tool == "navigate" && !history);
-            if !leaves {
-                if cdp::is_attached(tab_id) {
-                    crate::idle::detach(tab_id).await;
-                }
-                return Err(e);
+    let Some(access) = tool.tab else {
+        return (tool.run)(args).await;
+    };
+    // Every tool that takes a tabId acts on that tab: the group is checked here, once.
+    let tab = group_tab(&args).await?;
+    let tab_id = tab.id.ok_or("chrome.tabs returned a tab without an id")?;
+    // The page it shows: nothing outside the web is read or acted on, whatever the tool.
+    if let Err(e) = boundary::check(&tab) {
+        if !access.leaves(&args) {
+            if cdp::is_attached(tab_id) {
+                crate::idle::detach(tab_id).await;
             }
-            return with_boundary_note(tab_id, run(tool, args).await).await;
+            return Err(e);
         }
-        // The tab is in use until the command ends: no idle detach meanwhile.
-        let _busy = crate::idle::busy(tab_id);
-        // A group tab found here is recorded from now on (console, network, dialogs).
-        if let Err(e) = observers::observe(tab_id).await {
-            crate::js::log(&format!("recording tab {tab_id}: {e}"));
-        }
-        // An open dialog blocks the page: say so instead of waiting for a timeout.
-        if let Some(d) = observers::open_dialog(tab_id) {
-            if !matches!(tool, "handle_dialog" | "tabs_close_mcp") {
-                return Err(format!(
-                    "{} Answer it with handle_dialog first.",
-                    dialog_note(tab_id, &d)
-                ));
-            }
-        }
-        let result = run(tool, args).await;
-        let result = match observers::open_dialog(tab_id) {
-            None => result,
-            Some(d) => {
-                let note = dialog_note(tab_id, &d);
-                match result {
-                    Ok(mut r) => {
-                        r.content.push(protocol::ContentBlock::text(format!(
-                            "{note} Answer it with handle_dialog."
-                        )));
-                        Ok(r)
-                    }
-                    Err(e) => Err(format!("{e}\n{note} Answer it with handle_dialog.")),
-                }
-            }
-        };
-        if tool == "tabs_close_mcp" {
-            return result;
-        }
-        return with_boundary_note(tab_id, result).await;
+        return with_boundary_note(tab_id, (tool.run)(args).await).await;
     }
-    run(tool, args).await
+    // The tab is in use until the command ends: no idle detach meanwhile.
+    let _busy = crate::idle::busy(tab_id);
+    // A group tab found here is recorded from now on (console, network, dialogs).
+    if let Err(e) = observers::observe(tab_id).await {
+        crate::js::log(&format!("recording tab {tab_id}: {e}"));
+    }
+    // An open dialog blocks the page: say so instead of waiting for a timeout.
+    if let (Some(d), false) = (observers::open_dialog(tab_id), tool.during_dialog) {
+        let note = dialog_note(tab_id, &d);
+        return Err(format!("{note} Answer it with handle_dialog first."));
+    }
+    let result = with_dialog_note(tab_id, (tool.run)(args).await);
+    match access {
+        Access::Closes => result,
+        _ => with_boundary_note(tab_id, result).await,
+    }
+}
+
+impl Access {
+    /// Whether this command takes the tab away from its page, so it may run on a page outside
+    /// the boundary.
+    fn leaves(self, args: &Map<String, Value>) -> bool {
+        let history = matches!(
+            args.get("url").and_then(Value::as_str).map(str::trim),
+            Some("back" | "forward")
+        );
+        self == Access::Closes || (self == Access::Navigates && !history)
+    }
+}
+
+/// The group tab a command names (the schema let only integers through; one beyond i64 is no
+/// tab either).
+async fn group_tab(args: &Map<String, Value>) -> Result<crate::chrome::tabs::Tab, String> {
+    let tab_arg = args.get("tabId").unwrap_or(&Value::Null);
+    let Some(id) = tab_arg.as_i64() else {
+        let note = group::valid_tabs_note().await;
+        return Err(format!("Tab {tab_arg} does not exist. {note}"));
+    };
+    group::check_tab(id).await
+}
+
+/// A dialog open when the command ends is said with its answer.
+fn with_dialog_note(tab_id: i32, result: Outcome) -> Outcome {
+    let Some(d) = observers::open_dialog(tab_id) else {
+        return result;
+    };
+    let note = dialog_note(tab_id, &d);
+    match result {
+        Ok(mut r) => {
+            r.content.push(protocol::ContentBlock::text(format!(
+                "{note} Answer it with handle_dialog."
+            )));
+            Ok(r)
+        }
+        Err(e) => Err(format!("{e}\n{note} Answer it with handle_dialog.")),
+    }
 }
 
 /// A command that left its tab on a page outside the boundary says so (and the tab is detached).
-async fn with_boundary_note(
-    tab_id: i32,
-    result: Result<ToolResult, String>,
-) -> Result<ToolResult, String> {
+async fn with_boundary_note(tab_id: i32, result: Outcome) -> Outcome {
     let Some(note) = boundary::after_command(tab_id).await else {
         return result;
     };
@@ -129,35 +218,6 @@ fn dialog_note(tab: i32, d: &observers::Dialog) -> String {
     )
 }
 
-async fn run(tool: &str, args: Map<String, Value>) -> Result<ToolResult, String> {
-    match tool {
-        "tabs_context_mcp" => tabs::context(parse(args)?).await,
-        "tabs_create_mcp" => tabs::create().await,
-        "tabs_close_mcp" => tabs::close(parse(args)?).await,
-        "navigate" => navigate::run(parse(args)?).await,
-        "computer" => computer::run(parse(args)?).await,
-        "javascript_tool" => javascript::run(parse(args)?).await,
-        "read_page" => read_page::run(parse(args)?).await,
-        "find" => find::run(parse(args)?).await,
-        "form_input" => form_input::run(parse(args)?).await,
-        "get_page_text" => page_text::run(parse(args)?).await,
-        "read_console_messages" => console::run(parse(args)?).await,
-        "read_network_requests" => network::run(parse(args)?).await,
-        "update_plan" => plan::update(parse(args)?).await,
-        "handle_dialog" => window::handle_dialog(parse(args)?).await,
-        "resize_window" => window::resize(parse(args)?).await,
-        "upload_image" => upload::run(parse(args)?).await,
-        "gif_creator" | "shortcuts_list" | "shortcuts_execute" | "switch_browser" => {
-            Ok(plan::reserved(tool))
-        }
-        "btcp_interfaces" => btcp::interfaces(parse(args)?).await,
-        "btcp_get_interface" => btcp::get_interface(parse(args)?).await,
-        "btcp_call" => btcp::call(parse(args)?).await,
-        "btcp_run_script" => btcp::run_script(parse(args)?).await,
-        _ => Err(format!("Unknown tool: {tool}")),
-    }
-}
-
 /// Typed arguments; the schema check has already given the friendly message for most mistakes.
 fn parse<T: DeserializeOwned>(args: Map<String, Value>) -> Result<T, String> {
     crate::js::from_json(Value::Object(args)).map_err(|e| format!("Invalid arguments: {e}"))
@@ -176,7 +236,55 @@ pub fn bounded(text: String, max: usize) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::bounded;
+    use super::{bounded, Access, TOOLS};
+    use serde_json::Value;
+
+    /// The list and `catalog.json` name the same tools, each once: a tool without a handler (or
+    /// a handler the catalog does not describe) fails here, not as `Unknown tool` at run time.
+    #[test]
+    fn the_list_and_the_catalog_name_the_same_tools() {
+        let listed: Vec<&str> = TOOLS.iter().map(|t| t.name).collect();
+        let catalog: Vec<&str> = protocol::catalog().iter().map(|t| t.name).collect();
+        for name in &catalog {
+            let n = listed.iter().filter(|l| *l == name).count();
+            assert_eq!(
+                n, 1,
+                "catalog.json names {name}; tools::TOOLS lists it {n} times"
+            );
+        }
+        for name in &listed {
+            assert!(
+                catalog.contains(name),
+                "tools::TOOLS lists {name}, which catalog.json does not describe"
+            );
+        }
+        assert_eq!(listed, catalog, "the list follows the catalog's order");
+    }
+
+    /// A tool takes a tab exactly when its schema requires `tabId`; dialogs are answered or
+    /// their tab closed, nothing else runs under one.
+    #[test]
+    fn each_policy_matches_its_schema() {
+        for tool in TOOLS {
+            let schema = protocol::catalog::input_schema(tool.name).expect("in the catalog");
+            let required = schema["required"].as_array().cloned().unwrap_or_default();
+            let needs_tab = required.contains(&Value::from("tabId"));
+            assert_eq!(tool.tab.is_some(), needs_tab, "{}: tab policy", tool.name);
+            if tool.during_dialog {
+                assert!(
+                    matches!(tool.tab, Some(Access::Acts | Access::Closes)),
+                    "{} runs under a dialog but does not act on its tab",
+                    tool.name
+                );
+            }
+        }
+        let under_dialog: Vec<&str> = TOOLS
+            .iter()
+            .filter(|t| t.during_dialog)
+            .map(|t| t.name)
+            .collect();
+        assert_eq!(under_dialog, ["tabs_close_mcp", "handle_dialog"]);
+    }
 
     #[test]
     fn bounded_cuts_on_characters() {

@@ -3,10 +3,18 @@
 
 use crate::chrome::tabs;
 use crate::js::{now_ms, sleep_ms};
+use crate::tools::{typed, Access, Tool};
 use crate::{boundary, cdp};
 use protocol::{url_policy, ToolResult};
 use serde::Deserialize;
 use serde_json::{json, Value};
+
+pub const TOOL: Tool = Tool {
+    name: "navigate",
+    tab: Some(Access::Navigates),
+    during_dialog: false,
+    run: |args| typed(args, run),
+};
 
 /// How long a navigation may take before we answer with `(still loading)`.
 const LOAD_BOUND_MS: f64 = 15_000.0;

@@ -3,8 +3,16 @@
 //! detached from the idle tab said in place, filled from the page's resource timing.
 
 use crate::observers::{self, Gap, Request};
+use crate::tools::{typed, Access, Tool};
 use protocol::ToolResult;
 use serde::Deserialize;
+
+pub const TOOL: Tool = Tool {
+    name: "read_network_requests",
+    tab: Some(Access::Reads),
+    during_dialog: false,
+    run: |args| typed(args, run),
+};
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -2,9 +2,17 @@
 //! whitespace collapsed, bounded (page_text.js does the page-side part).
 
 use crate::cdp;
+use crate::tools::{typed, Access, Tool};
 use protocol::ToolResult;
 use serde::Deserialize;
 use serde_json::{json, Value};
+
+pub const TOOL: Tool = Tool {
+    name: "get_page_text",
+    tab: Some(Access::Reads),
+    during_dialog: false,
+    run: |args| typed(args, run),
+};
 
 const MAX_TEXT_CHARS: usize = 50_000;
 

@@ -1,7 +1,43 @@
 //! update_plan, and the reserved tools that this extension does not offer.
 
+use crate::tools::{typed, Tool};
 use protocol::ToolResult;
 use serde::Deserialize;
+
+pub const UPDATE: Tool = Tool {
+    name: "update_plan",
+    tab: None,
+    during_dialog: false,
+    run: |args| typed(args, update),
+};
+
+pub const GIF_CREATOR: Tool = Tool {
+    name: "gif_creator",
+    tab: None,
+    during_dialog: false,
+    run: |_| Box::pin(std::future::ready(Ok(reserved("gif_creator")))),
+};
+
+pub const SHORTCUTS_LIST: Tool = Tool {
+    name: "shortcuts_list",
+    tab: None,
+    during_dialog: false,
+    run: |_| Box::pin(std::future::ready(Ok(reserved("shortcuts_list")))),
+};
+
+pub const SHORTCUTS_EXECUTE: Tool = Tool {
+    name: "shortcuts_execute",
+    tab: None,
+    during_dialog: false,
+    run: |_| Box::pin(std::future::ready(Ok(reserved("shortcuts_execute")))),
+};
+
+pub const SWITCH_BROWSER: Tool = Tool {
+    name: "switch_browser",
+    tab: None,
+    during_dialog: false,
+    run: |_| Box::pin(std::future::ready(Ok(reserved("switch_browser")))),
+};
 
 #[derive(Deserialize)]
 pub struct Args {

@@ -6,11 +6,19 @@
 
 use crate::cdp::{self, Target};
 use crate::refs::{self, Doc};
+use crate::tools::{typed, Access, Tool};
 use protocol::ToolResult;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::cell::RefCell;
 use std::collections::HashMap;
+
+pub const TOOL: Tool = Tool {
+    name: "read_page",
+    tab: Some(Access::Reads),
+    during_dialog: false,
+    run: |args| typed(args, run),
+};
 
 thread_local! {
     /// Each document's last whole rendering (every element, from the top), by tab, frame and

@@ -2,9 +2,31 @@
 
 use crate::chrome::tabs::{self, CreateProperties, GroupTarget, Tab};
 use crate::group;
+use crate::tools::{typed, Access, Tool};
 use protocol::ToolResult;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+
+pub const CONTEXT: Tool = Tool {
+    name: "tabs_context_mcp",
+    tab: None,
+    during_dialog: false,
+    run: |args| typed(args, context),
+};
+
+pub const CREATE: Tool = Tool {
+    name: "tabs_create_mcp",
+    tab: None,
+    during_dialog: false,
+    run: |_| Box::pin(create()),
+};
+
+pub const CLOSE: Tool = Tool {
+    name: "tabs_close_mcp",
+    tab: Some(Access::Closes),
+    during_dialog: true,
+    run: |args| typed(args, close),
+};
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -6,9 +6,24 @@ use crate::cdp;
 use crate::chrome::tabs::{self, CreateProperties, UpdateProperties};
 use crate::chrome::windows;
 use crate::observers;
+use crate::tools::{typed, Access, Tool};
 use protocol::ToolResult;
 use serde::Deserialize;
 use serde_json::{json, Value};
+
+pub const HANDLE_DIALOG: Tool = Tool {
+    name: "handle_dialog",
+    tab: Some(Access::Acts),
+    during_dialog: true,
+    run: |args| typed(args, handle_dialog),
+};
+
+pub const RESIZE: Tool = Tool {
+    name: "resize_window",
+    tab: Some(Access::Acts),
+    during_dialog: false,
+    run: |args| typed(args, resize),
+};
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -11,10 +11,18 @@ use crate::cdp;
 use crate::coords;
 use crate::js::sleep_ms;
 use crate::refs;
+use crate::tools::{typed, Access, Tool};
 use mouse::Button;
 use protocol::{ContentBlock, ToolResult};
 use serde::Deserialize;
 use serde_json::{json, Value};
+
+pub const TOOL: Tool = Tool {
+    name: "computer",
+    tab: Some(Access::Acts),
+    during_dialog: false,
+    run: |args| typed(args, run),
+};
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
