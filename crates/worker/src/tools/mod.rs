@@ -38,7 +38,11 @@ pub async fn dispatch(tool: &str, args: Map<String, Value>) -> Result<ToolResult
                 group::valid_tabs_note().await
             ));
         };
-        let tab = group::check_tab(tab_arg).await?;
+        // A recorded tab's page is known from events; any other is looked up now.
+        let tab = match group::reported(tab_arg).filter(boundary::current) {
+            Some(tab) => tab,
+            None => group::check_tab(tab_arg).await?,
+        };
         let tab_id = tab.id.ok_or("chrome.tabs returned a tab without an id")?;
         // The page it shows: nothing outside the web is read or acted on, whatever the tool.
         // Closing the tab, or navigating it to a URL (without the debugger), still works.
