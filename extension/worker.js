@@ -72,11 +72,24 @@ chrome.tabs.onRemoved.addListener((tabId) => {
   ready.then(() => worker.onTabRemoved(tabId));
 });
 // A tab joining or leaving a group (dragged by the person, grouped by a script): the
-// automation group's tabs are recorded from the moment they join.
-chrome.tabs.onUpdated.addListener((tabId, change) => {
-  if (!("groupId" in change)) return;
+// automation group's tabs are recorded from the moment they join. Every update of a grouped
+// tab (its address, its group) keeps what the worker knows of the group's tabs current.
+chrome.tabs.onUpdated.addListener((tabId, change, tab) => {
+  const regrouped = "groupId" in change;
+  if (!regrouped && tab.groupId === -1) return;
+  ready.then(() => worker.onTabUpdated(tab));
+  if (!regrouped) return;
   saw("tabs");
   ready.then(() => worker.onTabGroupChanged(tabId, change.groupId));
+});
+// A tab replaced by another (prerendering) or moved to another window: looked up again.
+chrome.tabs.onReplaced.addListener((added, removed) => {
+  saw("tabs");
+  ready.then(() => { worker.onTabChanged(added); worker.onTabChanged(removed); });
+});
+chrome.tabs.onAttached.addListener((tabId) => {
+  saw("tabs");
+  ready.then(() => worker.onTabChanged(tabId));
 });
 // The watchdog (extension/watchdog.js, an offscreen document) holds a port to this worker so
 // it can start the worker again as soon as Chrome stops it. Nothing is sent on the port; being

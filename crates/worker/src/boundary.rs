@@ -75,9 +75,33 @@ pub fn check_known(tab_id: i32) -> Result<(), String> {
     })
 }
 
+/// Whether what is known of a group tab's page is current without asking Chrome: the tab is
+/// recorded (the debugger attached with the Page domain on, so every navigation of its main
+/// frame, whoever started it, arrives as a CDP event ahead of anything the new page answers,
+/// see `on_event`), its main frame is known, no refused page is known for it, and the tab as
+/// last reported (`group::reported`) shows none. Otherwise the tab is looked up again.
+pub fn current(tab: &Tab) -> bool {
+    let Some(id) = tab.id else {
+        return false;
+    };
+    crate::observers::recording(id)
+        && with(|k| k.main_frame.contains_key(&id) && !k.refused.contains_key(&id))
+        && refusal(tab).is_none()
+}
+
+/// Learns the tab's main frame (once recording starts), so that a navigation of it is
+/// recognised from its start even before the tab has navigated under the debugger.
+pub fn main_frame_is(tab_id: i32, frame: &str) {
+    with(|k| k.main_frame.insert(tab_id, frame.to_string()));
+}
+
 /// After a command on the tab: when it left the tab on a refused page, the debugger is
-/// detached and the answer says so.
+/// detached and the answer says so. A tab whose page is known current (`current`) is not
+/// looked up again: a navigation to a refused page is marked from its CDP events.
 pub async fn after_command(tab_id: i32) -> Option<String> {
+    if crate::group::reported(i64::from(tab_id)).is_some_and(|t| current(&t)) {
+        return None;
+    }
     let tab = tabs::get(tab_id).await.ok()?;
     let e = check(&tab).err()?;
     leave(tab_id).await;

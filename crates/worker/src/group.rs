@@ -6,13 +6,52 @@ use crate::chrome::storage::{self, Area};
 use crate::chrome::tab_groups::{self, Look};
 use crate::chrome::tabs::{self, GroupTarget, Tab};
 use crate::chrome::windows;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 
 const GROUP_KEY: &str = "groupId";
 
 thread_local! {
     /// The group id last found or created; Chrome never reuses a group id within a session.
     static KNOWN: Cell<Option<i32>> = const { Cell::new(None) };
+    /// The group's tabs as Chrome last reported them: from `chrome.tabs.get` in `check_tab`,
+    /// replaced by every `chrome.tabs.onUpdated` (which carries the whole tab), dropped when
+    /// the tab leaves the group, closes, is replaced or moves to another window.
+    static REPORTED: RefCell<HashMap<i32, Tab>> = RefCell::new(HashMap::new());
+    /// Bumped by every tab event: a `chrome.tabs.get` answered before an event that came in
+    /// while it was awaited is older than that event and is not recorded.
+    static EVENTS: Cell<u64> = const { Cell::new(0) };
+}
+
+/// A group tab as Chrome last reported it, without asking Chrome again. Its group and address
+/// are as current as the tab events the worker has handled; whether that is current enough to
+/// act on is the boundary's call (`boundary::current`).
+pub fn reported(tab_id: i64) -> Option<Tab> {
+    let id = i32::try_from(tab_id).ok()?;
+    let group = KNOWN.with(Cell::get)?;
+    REPORTED.with(|r| r.borrow().get(&id).filter(|t| t.group_id == group).cloned())
+}
+
+/// `chrome.tabs.onUpdated`, with the tab as it is now: a group tab's record is replaced; a tab
+/// that is not (or no longer) in the group is dropped.
+pub fn tab_updated(tab: Tab) {
+    EVENTS.with(|e| e.set(e.get() + 1));
+    let Some(id) = tab.id else { return };
+    let ours = KNOWN.with(Cell::get) == Some(tab.group_id);
+    REPORTED.with(|r| {
+        let mut r = r.borrow_mut();
+        if ours {
+            r.insert(id, tab);
+        } else {
+            r.remove(&id);
+        }
+    });
+}
+
+/// The tab closed, was replaced by another, or moved to another window: asked again next time.
+pub fn tab_gone(tab_id: i32) {
+    EVENTS.with(|e| e.set(e.get() + 1));
+    REPORTED.with(|r| r.borrow_mut().remove(&tab_id));
 }
 
 fn remember(id: i32) -> i32 {
@@ -88,6 +127,7 @@ pub async fn tabs_of(group_id: i32) -> Result<Vec<Tab>, String> {
 /// Takes the id as the command gave it: one that is not a tab id at all (negative, too large)
 /// gets the same answer as a tab that does not exist, without asking Chrome.
 pub async fn check_tab(tab_id: i64) -> Result<Tab, String> {
+    let events = EVENTS.with(Cell::get);
     let tab = match i32::try_from(tab_id) {
         Ok(id) if id >= 0 => tabs::get(id).await.ok(),
         _ => None,
@@ -95,12 +135,14 @@ pub async fn check_tab(tab_id: i64) -> Result<Tab, String> {
     // Fast path: the tab is in the group we know, which therefore still exists.
     if let (Some(known), Some(tab)) = (KNOWN.with(Cell::get), tab.as_ref()) {
         if tab.group_id == known {
+            record(tab, events);
             return Ok(tab.clone());
         }
     }
     let group = find().await?;
     if let (Some(group_id), Some(tab)) = (group, tab.as_ref()) {
         if tab.group_id == group_id {
+            record(tab, events);
             return Ok(tab.clone());
         }
     }
@@ -110,6 +152,14 @@ pub async fn check_tab(tab_id: i64) -> Result<Tab, String> {
         "is not in the automation tab group"
     };
     Err(format!("Tab {tab_id} {why}{}", valid_ids(group).await?))
+}
+
+/// Keeps a group tab as `chrome.tabs.get` reported it, unless a tab event came in while the
+/// answer was awaited (`events`: the count before asking): the event may be newer.
+fn record(tab: &Tab, events: u64) {
+    if let (Some(id), true) = (tab.id, EVENTS.with(Cell::get) == events) {
+        REPORTED.with(|r| r.borrow_mut().insert(id, tab.clone()));
+    }
 }
 
 /// "Valid tab ids: 3, 4. Call tabs_context_mcp to list them." (or how to create the group):

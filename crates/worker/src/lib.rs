@@ -103,9 +103,26 @@ pub fn on_tab_group_changed(tab: i32, group: i32) {
     spawn_local(observers::group_changed(tab, group));
 }
 
+/// `chrome.tabs.onUpdated` of a tab that is or was in a group, with the tab as it is now: the
+/// automation group's tabs as last reported (`group::reported`) stay current.
+#[wasm_bindgen(js_name = onTabUpdated)]
+pub fn on_tab_updated(tab: JsValue) {
+    match js::from_js::<chrome::tabs::Tab>(tab) {
+        Ok(tab) => group::tab_updated(tab),
+        Err(e) => js::log(&format!("chrome.tabs.onUpdated: {e}")),
+    }
+}
+
+/// `chrome.tabs.onReplaced` and `onAttached`: the tab is asked about again at its next command.
+#[wasm_bindgen(js_name = onTabChanged)]
+pub fn on_tab_changed(tab: i32) {
+    group::tab_gone(tab);
+}
+
 /// `chrome.tabs.onRemoved`: forget the closed tab's refs and recordings.
 #[wasm_bindgen(js_name = onTabRemoved)]
 pub fn on_tab_removed(tab: i32) {
+    group::tab_gone(tab);
     refs::forget(tab);
     boundary::forget(tab);
     observers::forget(tab);

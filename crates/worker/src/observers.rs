@@ -189,6 +189,17 @@ async fn start(tab: i32) -> Result<(), String> {
             }
         }
     }
+    // The main frame, so that the boundary sees its navigations from their start.
+    // Without it, the tab is looked up before each command as before.
+    let tree = cdp::send_with_timeout(tab, "Page.getFrameTree", json!({}), BLOCKED_MS).await;
+    if let Some(frame) = tree
+        .ok()
+        .as_ref()
+        .and_then(|t| t.pointer("/frameTree/frame/id"))
+        .and_then(Value::as_str)
+    {
+        crate::boundary::main_frame_is(tab, frame);
+    }
     with(tab, |r| r.enabled = true);
     if let Some(from) = with(tab, |r| {
         r.gaps.back().filter(|g| g.to.is_none()).map(|g| g.from)
@@ -266,6 +277,11 @@ pub fn downloading(tab: i32) -> bool {
             .get(&tab)
             .is_some_and(|r| r.downloads.values().any(|at| now - at < DOWNLOAD_QUIET_MS))
     })
+}
+
+/// True while the tab is recorded: attached, with its domains enabled.
+pub fn recording(tab: i32) -> bool {
+    cdp::is_attached(tab) && TABS.with(|t| t.borrow().get(&tab).is_some_and(|r| r.enabled))
 }
 
 /// The debugger session ended: the next command enables recording again.

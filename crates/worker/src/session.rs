@@ -316,7 +316,7 @@ async fn restore() {
         .map(|i| format!("{LEDGER_PREFIX}{i}"))
         .collect();
     keys.push(OUTBOX_KEY.to_string());
-    let stored = match storage::get_session_many(&keys).await {
+    let stored = match storage::get_many(Area::Session, &keys).await {
         Ok(v) => v,
         Err(e) => {
             log(&format!("cannot read the delivery state: {e}"));
@@ -391,10 +391,14 @@ pub async fn saved_config() -> Option<ConnectionConfig> {
     storage::get(Area::Local, CONFIG_KEY).await.ok().flatten()
 }
 
-/// The config to connect with, if the user wants a connection and the config is usable.
+/// The config to connect with, if the user wants a connection and the config is usable (both
+/// read in one call).
 async fn wanted_config() -> Option<ConnectionConfig> {
-    let want: bool = storage::get(Area::Local, WANT_KEY).await.ok().flatten()?;
-    let config = saved_config().await?;
+    let stored = storage::get_many(Area::Local, &[WANT_KEY, CONFIG_KEY])
+        .await
+        .ok()?;
+    let want: bool = storage::field(&stored, WANT_KEY)?;
+    let config: ConnectionConfig = storage::field(&stored, CONFIG_KEY)?;
     (want && config.validate().is_ok()).then_some(config)
 }
 
@@ -411,7 +415,9 @@ pub async fn resume() {
         return; // a Save or Disconnect decided meanwhile
     }
     match wanted {
-        Some(_) => spawn_loop(gen),
+        // The config just read is the first connection's: nothing changed it meanwhile (a
+        // Save or Disconnect retires this loop).
+        Some(config) => spawn_loop(gen, Some(config)),
         None => {
             with(|s| s.running = false);
             watchdog::stop().await;
@@ -475,11 +481,12 @@ fn start_loop() {
         s.running = true;
         s.generation
     });
-    spawn_loop(gen);
+    spawn_loop(gen, None);
 }
 
-fn spawn_loop(gen: u64) {
-    spawn_local(run(gen));
+/// Starts the loop; `config`: the wanted config as just read, for its first connection.
+fn spawn_loop(gen: u64, config: Option<ConnectionConfig>) {
+    spawn_local(run(gen, config));
     spawn_local(keep_alive(gen));
 }
 
@@ -494,7 +501,7 @@ fn backoff_ms(attempt: u32) -> u32 {
     (f64::from(base) + jitter) as u32
 }
 
-async fn run(gen: u64) {
+async fn run(gen: u64, mut first: Option<ConnectionConfig>) {
     if let Err(e) = alarms::create_periodic(ALARM, 0.5).await {
         log(&format!("cannot create the keep-alive alarm: {e}"));
     }
@@ -502,7 +509,11 @@ async fn run(gen: u64) {
     restore().await;
     let mut attempt = 0u32;
     while is_current(gen) {
-        let Some(config) = wanted_config().await else {
+        let config = match first.take() {
+            Some(config) => Some(config),
+            None => wanted_config().await,
+        };
+        let Some(config) = config else {
             if is_current(gen) {
                 with(|s| s.running = false);
             }

@@ -77,15 +77,26 @@ pub fn set_session_now(
     }
 }
 
-/// The values under `keys` in session storage, as one object (absent keys are missing).
-pub async fn get_session_many(keys: &[String]) -> Result<JsValue, String> {
+/// The values under `keys`, as one object (absent keys are missing): one call for them all.
+pub async fn get_many<K: AsRef<str>>(area: Area, keys: &[K]) -> Result<JsValue, String> {
     let list = js_sys::Array::new();
     for k in keys {
-        list.push(&JsValue::from_str(k));
+        list.push(&JsValue::from_str(k.as_ref()));
     }
-    session_get(&list)
-        .await
-        .map_err(|e| storage_err("get", "(several keys)", e))
+    match area {
+        Area::Local => local_get(&list).await,
+        Area::Session => session_get(&list).await,
+    }
+    .map_err(|e| storage_err("get", "(several keys)", e))
+}
+
+/// The value under `key` in what [`get_many`] returned, or `None` when absent or of another
+/// shape.
+pub fn field<T: DeserializeOwned>(stored: &JsValue, key: &str) -> Option<T> {
+    js_sys::Reflect::get(stored, &JsValue::from_str(key))
+        .ok()
+        .filter(|v| !v.is_undefined() && !v.is_null())
+        .and_then(|v| from_js(v).ok())
 }
 
 /// Removes `keys` from session storage.

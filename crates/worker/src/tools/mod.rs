@@ -167,7 +167,11 @@ async fn group_tab(args: &Map<String, Value>) -> Result<crate::chrome::tabs::Tab
         let note = group::valid_tabs_note().await;
         return Err(format!("Tab {tab_arg} does not exist. {note}"));
     };
-    group::check_tab(id).await
+    // A recorded tab's page is known from events; any other is looked up now.
+    match group::reported(id).filter(boundary::current) {
+        Some(tab) => Ok(tab),
+        None => group::check_tab(id).await,
+    }
 }
 
 /// A dialog open when the command ends is said with its answer.
