@@ -13,11 +13,11 @@ use crate::cdp;
 use crate::chrome::storage::{self, Area};
 use crate::chrome::tabs::{self, UpdateProperties};
 use crate::coords;
+use futures_util::future::{select, Either};
 use protocol::ContentBlock;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::cell::{Cell, RefCell};
-use futures_util::future::{select, Either};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::rc::Rc;
 
@@ -329,8 +329,9 @@ async fn plain_capture(tab: i32) -> Result<Option<(Viewport, Image)>, String> {
         return Ok(None);
     }
     let img = image_of(shot?)?;
-    let fits = image_size(&img)
-        .is_some_and(|(w, h)| f64::from(w) == vp.width.round() && f64::from(h) == vp.height.round());
+    let fits = image_size(&img).is_some_and(|(w, h)| {
+        f64::from(w) == vp.width.round() && f64::from(h) == vp.height.round()
+    });
     Ok(fits.then_some((vp, img)))
 }
 
