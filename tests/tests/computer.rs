@@ -105,7 +105,7 @@ async fn last_event(backend: &Backend, tab: i64, kind: &str) -> Result<Value> {
 }
 
 async fn clicks_land(opts: BrowserOptions) -> Result<()> {
-    let (fixtures, backend, _browser, tab) = connected(opts).await?;
+    let (fixtures, backend, browser, tab) = connected(opts).await?;
     backend
         .text(
             "navigate",
@@ -151,6 +151,51 @@ async fn clicks_land(opts: BrowserOptions) -> Result<()> {
         js(&backend, tab, "document.visibilityState").await?,
         "visible"
     );
+
+    // The page zoomed in since the last screenshot (its CSS viewport halves, its pixel ratio
+    // doubles): the next screenshot is not a capture of its device pixels (Chrome scales a
+    // zoomed page's clip by the zoom: the image is at most the CSS viewport's size), and clicks
+    // at its coordinates land.
+    let dpr: f64 = js(&backend, tab, "devicePixelRatio")
+        .await?
+        .parse()
+        .expect("ratio");
+    let worker = browser.worker().await?;
+    worker
+        .eval(&format!("chrome.tabs.setZoom({tab}, 2).then(() => 1)"))
+        .await?;
+    let mut zoomed = dpr;
+    for _ in 0..100 {
+        zoomed = js(&backend, tab, "devicePixelRatio")
+            .await?
+            .parse()
+            .expect("ratio");
+        if zoomed == dpr * 2.0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(zoomed, dpr * 2.0, "the page did not zoom");
+    let css: Vec<f64> =
+        serde_json::from_str(&js(&backend, tab, "[innerWidth, innerHeight]").await?).expect("size");
+    let (w3, h3, _) = screenshot(&backend, tab).await?;
+    assert!(
+        w3 <= css[0] + 1.0 && h3 <= css[1] + 1.0,
+        "the zoomed page's screenshot is {w3}x{h3}, its viewport {}x{} CSS px",
+        css[0],
+        css[1]
+    );
+    let (x, y) = centre(&backend, tab, "b2").await?;
+    let ratio = w3 / css[0];
+    computer(
+        &backend,
+        tab,
+        json!({"action": "left_click", "coordinate": [(x * ratio).round(), (y * ratio).round()]}),
+    )
+    .await?;
+    let e = last_event(&backend, tab, "click").await?;
+    assert_eq!(e["id"], "b2", "{e} on the zoomed page");
+    worker.detach().await?;
     Ok(())
 }
 

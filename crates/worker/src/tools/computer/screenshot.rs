@@ -3,18 +3,22 @@
 //! scales to the target size in the capture itself (the clip's scale), and the whole viewport at
 //! its own device pixels is captured without a clip. The tab remembers the screenshot/viewport
 //! ratio (coords) and each image is kept under an id for upload_image: the last 10 per tab in
-//! memory, and the newest within 3 MB (all tabs) in chrome.storage.session, written after the
-//! screenshot is answered, so upload_image finds them after a worker restart.
+//! memory, and the newest within 3 MB (all tabs) in chrome.storage.session, written once the
+//! screenshot's answer is on its way (one write: the image and the index together), so
+//! upload_image finds them after a worker restart. A tab whose last screenshot was the whole
+//! viewport at its own pixels is captured while its viewport is read (not after), the read
+//! then confirming that the capture fits: the viewport's read is off the screenshot's path.
 
 use crate::cdp;
 use crate::chrome::storage::{self, Area};
 use crate::chrome::tabs::{self, UpdateProperties};
 use crate::coords;
+use futures_util::future::{select, Either};
 use protocol::ContentBlock;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::cell::{Cell, RefCell};
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::rc::Rc;
 
 /// Longest side of a screenshot.
@@ -97,6 +101,9 @@ async fn stored_index() -> Vec<StoredImage> {
 
 /// Keeps the image in session storage within the byte bound, dropping the oldest.
 async fn store_image(tab: i32, id: String, n: u32, image: Rc<Image>) {
+    // After the answer: a timer's task runs once the tasks that send the result have run, so
+    // the write's conversions and its call into Chrome are not on the screenshot's path.
+    crate::js::sleep_ms(0).await;
     let lock = WRITER.with(Rc::clone);
     let _one = lock.lock().await;
     let mut list = stored_index().await;
@@ -121,11 +128,24 @@ async fn store_image(tab: i32, id: String, n: u32, image: Rc<Image>) {
         mime: image.mime,
         data: &image.data,
     };
-    if let Err(e) = storage::set(Area::Session, &data_key(&id), &stored).await {
+    // The image and the index that lists it in one write: both stored, or neither.
+    let written = async {
+        let items = js_sys::Object::new();
+        for (key, value) in [
+            (data_key(&id), crate::js::to_js(&stored)?),
+            (STORED_INDEX_KEY.to_string(), crate::js::to_js(&list)?),
+        ] {
+            js_sys::Reflect::set(&items, &key.into(), &value)
+                .map_err(|e| crate::js::error_text(&e))?;
+        }
+        STORED.with(|s| *s.borrow_mut() = Some(list.clone()));
+        storage::set_session_now(&items).await
+    };
+    if let Err(e) = written.await {
         crate::js::log(&format!("cannot keep image {id} across a restart: {e}"));
         list.retain(|i| i.id != id);
+        write_index(list).await;
     }
-    write_index(list).await;
 }
 
 async fn write_index(list: Vec<StoredImage>) {
@@ -199,6 +219,9 @@ async fn shown_viewport(tab: i32) -> Result<Viewport, String> {
 }
 
 thread_local! {
+    /// Tabs whose last screenshot was the whole viewport at its own pixels (no clip): the next
+    /// one is captured while the viewport is read.
+    static PLAIN: RefCell<HashSet<i32>> = RefCell::new(HashSet::new());
     /// One capture at a time: Chrome applies a clip's scale as a temporary device-metrics
     /// override and restores what it found, so overlapping captures restore each other's
     /// override and leave it behind, freezing the viewport at its size then (a window resized
@@ -250,7 +273,70 @@ pub fn capture_params(vp: &Viewport, region: Region, scale: f64) -> Value {
 async fn capture(tab: i32, params: Value) -> Result<Image, String> {
     let lock = CAPTURE.with(Rc::clone);
     let _one_at_a_time = lock.lock().await;
-    let out = cdp::send(tab, "Page.captureScreenshot", params).await?;
+    image_of(cdp::send(tab, "Page.captureScreenshot", params).await?)
+}
+
+/// The whole viewport of `vp`, in page coordinates.
+fn whole(vp: &Viewport) -> Region {
+    Region {
+        x: vp.scroll_x,
+        y: vp.scroll_y,
+        width: vp.width,
+        height: vp.height,
+    }
+}
+
+/// The screenshot's capture of this viewport: the whole of it, within the image budget.
+fn screenshot_params(vp: &Viewport) -> Value {
+    capture_params(vp, whole(vp), budget_scale(vp.width, vp.height))
+}
+
+/// For a tab whose last screenshot was plain (the whole viewport at its own pixels, no clip):
+/// that capture sent while the viewport is read, and kept when the viewport says the
+/// screenshot is still plain (the tab shown, pixel ratio 1, within the budget) and the image
+/// has its size. `None`: take the screenshot the ordinary way (the tab hidden, zoomed, beyond
+/// the budget, or resized while captured).
+async fn plain_capture(tab: i32) -> Result<Option<(Viewport, Image)>, String> {
+    if !PLAIN.with(|p| p.borrow().contains(&tab)) || !cdp::is_attached(tab) {
+        return Ok(None);
+    }
+    let lock = CAPTURE.with(Rc::clone);
+    let _one_at_a_time = lock.lock().await;
+    let params = json!({
+        "format": "jpeg",
+        "quality": JPEG_QUALITY,
+        "captureBeyondViewport": false,
+        "fromSurface": true,
+    });
+    // The capture is polled first: its request is sent before the viewport's.
+    let shot = Box::pin(cdp::send(tab, "Page.captureScreenshot", params.clone()));
+    let read = Box::pin(viewport(tab));
+    let (vp, shot) = match select(shot, read).await {
+        Either::Left((done, read)) => (read.await?, Either::Left(done)),
+        Either::Right((vp, pending)) => (vp?, Either::Right(pending)),
+    };
+    // A hidden tab's capture is left behind (it returns once the tab paints); a shown tab's is
+    // awaited even when it does not fit, so that no capture of ours is under way when a clip's
+    // capture sets its device-metrics override.
+    if !vp.visible {
+        return Ok(None);
+    }
+    let shot = match shot {
+        Either::Left(done) => done,
+        Either::Right(pending) => pending.await,
+    };
+    if screenshot_params(&vp) != params {
+        return Ok(None);
+    }
+    let img = image_of(shot?)?;
+    let fits = image_size(&img).is_some_and(|(w, h)| {
+        f64::from(w) == vp.width.round() && f64::from(h) == vp.height.round()
+    });
+    Ok(fits.then_some((vp, img)))
+}
+
+/// The image in a `Page.captureScreenshot` result.
+fn image_of(out: Value) -> Result<Image, String> {
     // The data moves out of the result, not copied.
     let data = match out {
         Value::Object(mut m) => m.remove("data"),
@@ -316,6 +402,7 @@ pub async fn image(id: &str) -> Option<Rc<Image>> {
 /// A tab closed: its images go, from memory and storage.
 pub fn forget(tab: i32) {
     IMAGES.with(|m| m.borrow_mut().remove(&tab));
+    PLAIN.with(|p| p.borrow_mut().remove(&tab));
     wasm_bindgen_futures::spawn_local(async move {
         let lock = WRITER.with(Rc::clone);
         let _one = lock.lock().await;
@@ -344,16 +431,24 @@ fn kind(mime: &str) -> &'static str {
 
 /// The screenshot action: text block and image block.
 pub async fn screenshot(tab: i32) -> Result<Vec<ContentBlock>, String> {
-    let vp = shown_viewport(tab).await?;
-    let scale = budget_scale(vp.width, vp.height);
-    let whole = Region {
-        x: vp.scroll_x,
-        y: vp.scroll_y,
-        width: vp.width,
-        height: vp.height,
+    let (vp, img) = match plain_capture(tab).await? {
+        Some(done) => done,
+        None => {
+            let vp = shown_viewport(tab).await?;
+            let img = capture(tab, screenshot_params(&vp)).await?;
+            (vp, img)
+        }
     };
-    let img = capture(tab, capture_params(&vp, whole, scale)).await?;
     let (w, h) = image_size(&img).ok_or("the captured image could not be read")?;
+    let plain = screenshot_params(&vp).get("clip").is_none();
+    PLAIN.with(|p| {
+        let mut p = p.borrow_mut();
+        if plain {
+            p.insert(tab);
+        } else {
+            p.remove(&tab);
+        }
+    });
     coords::set_scale(tab, f64::from(w) / vp.width);
     let (id, img) = keep(tab, img).await;
     Ok(vec![
