@@ -3,8 +3,8 @@
 
 use crate::call::{self, Call};
 use crate::mcp::{Backend, BrowserTools, Forward};
-use crate::token::{self, TokenSource};
-use crate::tokens::TokenStore;
+use crate::main_token::{self, TokenSource};
+use crate::target_tokens::TokenStore;
 use crate::{RunningServer, ServerConfig, DEFAULT_PORT};
 use clap::{Args, Parser, Subcommand};
 use protocol::Outcome;
@@ -154,7 +154,7 @@ pub fn main() -> ExitCode {
 }
 
 fn disconnect(args: DisconnectArgs) -> ExitCode {
-    let token = match token::resolve(args.token.as_deref()) {
+    let token = match main_token::resolve(args.token.as_deref()) {
         Ok(t) => t,
         Err(e) => return fail(2, e),
     };
@@ -198,7 +198,7 @@ fn fail(code: u8, message: impl std::fmt::Display) -> ExitCode {
 }
 
 fn serve(args: ServeArgs) -> ExitCode {
-    let token = match token::resolve(args.token.as_deref()) {
+    let token = match main_token::resolve(args.token.as_deref()) {
         Ok(t) => t,
         Err(e) => return fail(1, e),
     };
@@ -273,7 +273,7 @@ async fn wait_for_stop_signal() {
 
 /// `browser-operator mcp`: MCP on stdio. stdout carries only MCP messages; logs go to stderr.
 fn mcp(args: ServeArgs) -> ExitCode {
-    let token = match token::resolve(args.token.as_deref()) {
+    let token = match main_token::resolve(args.token.as_deref()) {
         Ok(t) => t,
         Err(e) => return fail(1, e),
     };
@@ -351,7 +351,7 @@ fn mcp(args: ServeArgs) -> ExitCode {
 fn manage_tokens(action: TokenAction) -> ExitCode {
     let store = TokenStore::from_env();
     let Some(path) = store.path().map(|p| p.display().to_string()) else {
-        return fail(1, token::TokenError::NoConfigDir);
+        return fail(1, main_token::TokenError::NoConfigDir);
     };
     match action {
         TokenAction::Issue { target } => match store.issue(&target) {
@@ -384,7 +384,7 @@ fn manage_tokens(action: TokenAction) -> ExitCode {
                 Ok(g) => g,
                 Err(e) => return fail(1, e),
             };
-            let main = token::resolve(None).ok();
+            let main = main_token::resolve(None).ok();
             for t in gone {
                 println!("Revoked {} (target '{}').", t.id, t.target);
                 let told = main.as_ref().map(|main| {
@@ -413,7 +413,7 @@ fn run_call(args: CallArgs) -> ExitCode {
         Ok(a) => a.unwrap_or_default(),
         Err(e) => return fail(2, e),
     };
-    let token = match token::resolve(args.token.as_deref()) {
+    let token = match main_token::resolve(args.token.as_deref()) {
         Ok(t) => t,
         Err(e) => return fail(2, e),
     };
@@ -452,20 +452,20 @@ fn run_call(args: CallArgs) -> ExitCode {
 }
 
 fn show_token() -> ExitCode {
-    let path = match token::token_file() {
+    let path = match main_token::token_file() {
         Ok(p) => p,
         Err(e) => return fail(1, e),
     };
-    let token = match token::load_or_create(&path) {
+    let token = match main_token::load_or_create(&path) {
         Ok(t) => t,
         Err(e) => return fail(1, e),
     };
     println!("Token file  {}", path.display());
     println!("Token       {}", token.value);
-    if std::env::var_os(token::TOKEN_ENV).is_some_and(|v| !v.is_empty()) {
+    if std::env::var_os(main_token::TOKEN_ENV).is_some_and(|v| !v.is_empty()) {
         eprintln!(
             "Note: {} is set, so `serve` and `call` use it instead of this file.",
-            token::TOKEN_ENV
+            main_token::TOKEN_ENV
         );
     }
     ExitCode::SUCCESS

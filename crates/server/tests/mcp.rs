@@ -2,7 +2,7 @@
 //! server's refusals, driven in-process by a fake extension over a real WebSocket and by raw
 //! HTTP and MCP JSON-RPC requests.
 
-use browser_operator_server::tokens::{TokenStore, TOKENS_FILE};
+use browser_operator_server::target_tokens::{TokenStore, TOKENS_FILE};
 use browser_operator_server::{RunningServer, ServerConfig};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};

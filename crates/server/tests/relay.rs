@@ -1,7 +1,7 @@
 //! The server in-process, driven by a fake extension over a real WebSocket and by raw HTTP
 //! requests: auth, routing, errors and their status codes, shutdown and restart.
 
-use browser_operator_server::tokens::{TokenStore, TOKENS_FILE};
+use browser_operator_server::target_tokens::{TokenStore, TOKENS_FILE};
 use browser_operator_server::{RunningServer, ServerConfig};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
