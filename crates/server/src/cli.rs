@@ -2,8 +2,8 @@
 //! subcommands, each a thin layer over the library.
 
 use crate::call::{self, Call};
-use crate::mcp::{Backend, BrowserTools, Forward};
 use crate::main_token::{self, Token, TokenSource};
+use crate::mcp::{Backend, BrowserTools, Forward};
 use crate::target_tokens::TokenStore;
 use crate::{RunningServer, ServerConfig, DEFAULT_PORT};
 use clap::{Args, Parser, Subcommand};
@@ -210,7 +210,10 @@ struct Setup {
 impl Setup {
     /// Resolves the token and the config from `args` and runs `body` with them on a new
     /// multi-threaded runtime; what cannot be set up fails with exit code 1.
-    fn run<F: Future<Output = ExitCode>>(args: &ServeArgs, body: impl FnOnce(Setup) -> F) -> ExitCode {
+    fn run<F: Future<Output = ExitCode>>(
+        args: &ServeArgs,
+        body: impl FnOnce(Setup) -> F,
+    ) -> ExitCode {
         let token = match main_token::resolve(args.token.as_deref()) {
             Ok(t) => t,
             Err(e) => return fail(1, e),
@@ -222,7 +225,8 @@ impl Setup {
             Ok(r) => r,
             Err(e) => return fail(1, format!("cannot start the async runtime: {e}")),
         };
-        let mut config = ServerConfig::new(SocketAddr::new(args.host, args.port), token.value.clone());
+        let mut config =
+            ServerConfig::new(SocketAddr::new(args.host, args.port), token.value.clone());
         config.tokens = TokenStore::from_env();
         runtime.block_on(body(Setup { token, config }))
     }

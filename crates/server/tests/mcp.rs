@@ -7,8 +7,8 @@ mod common;
 use browser_operator_server::target_tokens::TokenStore;
 use browser_operator_server::{RunningServer, ServerConfig};
 use common::{
-    closed, connect, extension, extension_with, http, local, next_frame, send, status,
-    token_store, wait_until, Ws, BEARER, TOKEN, WAIT,
+    closed, connect, extension, extension_with, http, local, next_frame, send, status, token_store,
+    wait_until, Ws, BEARER, TOKEN, WAIT,
 };
 use futures_util::SinkExt;
 use serde_json::{json, Value};
@@ -129,7 +129,11 @@ async fn next_json(ws: &mut Ws) -> Value {
         if !is_page_tools_read(&v) {
             return v;
         }
-        send(ws, json!({"type": "result", "commandId": v["id"], "error": "No automation group."})).await;
+        send(
+            ws,
+            json!({"type": "result", "commandId": v["id"], "error": "No automation group."}),
+        )
+        .await;
     }
 }
 

@@ -6,8 +6,8 @@ mod common;
 use browser_operator_server::target_tokens::TokenStore;
 use browser_operator_server::{RunningServer, ServerConfig};
 use common::{
-    closed, connect, extension, http, local, next_frame, send, status, token_store,
-    Ws, BEARER, TOKEN,
+    closed, connect, extension, http, local, next_frame, send, status, token_store, Ws, BEARER,
+    TOKEN,
 };
 use futures_util::SinkExt;
 use serde_json::{json, Value};

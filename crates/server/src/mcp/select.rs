@@ -41,7 +41,11 @@ impl Selection {
     }
 
     /// `select_browser {target}`: selects a connected browser, or clears the choice (null).
-    pub(super) async fn select(&self, backend: &Backend, args: &Map<String, Value>) -> CallToolResult {
+    pub(super) async fn select(
+        &self,
+        backend: &Backend,
+        args: &Map<String, Value>,
+    ) -> CallToolResult {
         let target = match args.get("target") {
             None | Some(Value::Null) => {
                 self.set(None);

@@ -159,9 +159,8 @@ pub async fn closed(ws: &mut Ws) -> (Option<u16>, Vec<Value>) {
                 let _ = tokio::time::timeout(WAIT, ws.next()).await;
                 return (frame.map(|f| u16::from(f.code)), frames);
             }
-            Some(Ok(Message::Text(t))) => frames.push(
-                serde_json::from_str(t.as_str()).unwrap_or_else(|_| Value::from(t.as_str())),
-            ),
+            Some(Ok(Message::Text(t))) => frames
+                .push(serde_json::from_str(t.as_str()).unwrap_or_else(|_| Value::from(t.as_str()))),
             Some(Ok(_)) => continue,
             Some(Err(_)) | None => return (None, frames),
         }
