@@ -5,7 +5,7 @@
 
 use crate::{Error, Result};
 use browser_operator_server::call::{self, Call, CallError};
-use browser_operator_server::tokens::{TokenStore, TOKENS_FILE};
+use browser_operator_server::target_tokens::{TokenStore, TOKENS_FILE};
 use browser_operator_server::{RunningServer, ServerConfig};
 use protocol::{CommandResult, ContentBlock, Outcome};
 use serde_json::{Map, Value};

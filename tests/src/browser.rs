@@ -11,6 +11,7 @@ use tokio::sync::OnceCell;
 
 use crate::cdp::Cdp;
 use crate::error::{abbreviate, Error, Result};
+use crate::process::{tie_to_parent, Group};
 use crate::repo_root;
 
 /// The Chromium binary used unless `CHROMIUM` is set. (Not `/usr/bin/chromium`: that is
@@ -250,21 +251,9 @@ impl Browser {
             .stdin(Stdio::null())
             .stdout(Stdio::from(log.try_clone()?))
             .stderr(Stdio::from(log));
-        #[cfg(unix)]
-        {
-            use std::os::unix::process::CommandExt;
-            // Own process group, so Drop can kill the zygote and renderers too.
-            command.process_group(0);
-            // If the test process dies without running Drop (killed by a timeout), take
-            // Chromium with it. SAFETY: prctl is async-signal-safe; nothing else runs here.
-            #[cfg(target_os = "linux")]
-            unsafe {
-                command.pre_exec(|| {
-                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                    Ok(())
-                });
-            }
-        }
+        // Own process group, so Drop can kill the zygote and renderers too; if the test process
+        // dies without running Drop (killed by a timeout), Chromium goes with it.
+        tie_to_parent(&mut command, Group::Own);
         let child = command
             .spawn()
             .map_err(|e| Error::new(format!("starting {}: {e}", binary.display())))?;

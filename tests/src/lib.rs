@@ -23,6 +23,7 @@ pub mod display;
 pub mod error;
 pub mod fixtures;
 pub mod mcp;
+pub mod process;
 
 pub use backend::{created_tab_id, images, tabs_context, Backend, Caller};
 pub use browser::{js_string, Browser, BrowserOptions, Page, Session, TargetInfo};

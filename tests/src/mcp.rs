@@ -150,7 +150,7 @@ impl StdioMcp {
 /// that it is never logged.
 pub async fn stdio_with_browser(cli: &str, dir: &Path) -> Result<(StdioMcp, Browser, String)> {
     let port = crate::free_port();
-    let token = browser_operator_server::token::generate()
+    let token = browser_operator_server::main_token::generate()
         .map_err(|e| Error::new(format!("a random token: {e}")))?;
     let mcp = StdioMcp::spawn(cli, port, &token, dir, &dir.join("mcp.log")).await?;
     let browser = Browser::launch(BrowserOptions::default()).await?;

@@ -9,7 +9,7 @@ use browser_operator_e2e::{
     connected, tabs_context, temp_dir, Backend, Browser, BrowserOptions, Error, FixtureServer,
     Result,
 };
-use browser_operator_server::tokens::{TokenStore, TOKENS_FILE};
+use browser_operator_server::target_tokens::{TokenStore, TOKENS_FILE};
 use browser_operator_server::{RunningServer, ServerConfig};
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -19,7 +19,7 @@ const CONNECT: Duration = Duration::from_secs(20);
 const CLI: &str = env!("CARGO_BIN_EXE_browser-operator-cli");
 
 fn random_token() -> String {
-    browser_operator_server::token::generate().expect("random token")
+    browser_operator_server::main_token::generate().expect("random token")
 }
 
 /// Every catalog tool is listed with a schema that is itself valid JSON Schema and the

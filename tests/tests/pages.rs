@@ -869,24 +869,31 @@ fn read_lines(tree: &str, prefix: &str) -> Vec<(String, String, String)> {
     out
 }
 
-/// The walk read_page makes of the main document of the tab showing `url`, with a ref on every
-/// line (`document` is the number of the document's own ref): asked of the worker's isolated
-/// world directly.
-async fn walk_with_every_ref(browser: &Browser, url: &str, document: &str) -> Result<String> {
+/// A CDP session of the test's own (not through the extension) on the page target showing
+/// `url`; detach it with `Target.detachFromTarget` when done.
+async fn attach_to_page(browser: &Browser, url: &str) -> Result<String> {
     let target = browser
         .page_targets()
         .await?
         .into_iter()
         .find(|t| t.url == url)
-        .expect("the page's target");
-    let cdp = browser.cdp();
-    let attached = cdp
+        .unwrap_or_else(|| panic!("no page at {url}"));
+    let attached = browser
+        .cdp()
         .call(
             "Target.attachToTarget",
             json!({"targetId": target.id, "flatten": true}),
         )
         .await?;
-    let session = attached["sessionId"].as_str().expect("session").to_string();
+    Ok(attached["sessionId"].as_str().expect("session").to_string())
+}
+
+/// [`attach_to_page`], and the execution context of the worker's isolated world in the page's
+/// main frame (the same world name finds the same world from any session): the session and
+/// the context id.
+async fn attach_to_worker_world(browser: &Browser, url: &str) -> Result<(String, Value)> {
+    let session = attach_to_page(browser, url).await?;
+    let cdp = browser.cdp();
     let frames = cdp
         .call_session(&session, "Page.getFrameTree", json!({}))
         .await?;
@@ -897,12 +904,21 @@ async fn walk_with_every_ref(browser: &Browser, url: &str, document: &str) -> Re
             json!({"frameId": frames["frameTree"]["frame"]["id"], "worldName": "browser-operator"}),
         )
         .await?;
+    Ok((session, world["executionContextId"].clone()))
+}
+
+/// The walk read_page makes of the main document of the tab showing `url`, with a ref on every
+/// line (`document` is the number of the document's own ref): asked of the worker's isolated
+/// world directly.
+async fn walk_with_every_ref(browser: &Browser, url: &str, document: &str) -> Result<String> {
+    let (session, context) = attach_to_worker_world(browser, url).await?;
+    let cdp = browser.cdp();
     let out = cdp
         .call_session(
             &session,
             "Runtime.evaluate",
             json!({
-                "contextId": world["executionContextId"],
+                "contextId": context,
                 "expression": format!("(() => {{ const S = globalThis.__browserOperator; return S.run.call(undefined, 'tree', {{depth: 15, level: 0, interactive: false, root: {document}, prefix: 'ref_', allRefs: true}}, S).text; }})()"),
                 "returnByValue": true,
             }),
@@ -925,35 +941,11 @@ async fn chrome_nodes(
     prefix: &str,
     limit: usize,
 ) -> Result<Vec<(Option<String>, String, String, String, bool)>> {
-    let target = browser
-        .page_targets()
-        .await?
-        .into_iter()
-        .find(|t| t.url == url)
-        .expect("the page's target");
+    let (session, context) = attach_to_worker_world(browser, url).await?;
     let cdp = browser.cdp();
-    let attached = cdp
-        .call(
-            "Target.attachToTarget",
-            json!({"targetId": target.id, "flatten": true}),
-        )
-        .await?;
-    let session = attached["sessionId"].as_str().expect("session").to_string();
     let tree = cdp
         .call_session(&session, "Accessibility.getFullAXTree", json!({}))
         .await?;
-    let frames = cdp
-        .call_session(&session, "Page.getFrameTree", json!({}))
-        .await?;
-    // The worker's isolated world: the same name finds the same world from any session.
-    let world = cdp
-        .call_session(
-            &session,
-            "Page.createIsolatedWorld",
-            json!({"frameId": frames["frameTree"]["frame"]["id"], "worldName": "browser-operator"}),
-        )
-        .await?;
-    let context = world["executionContextId"].clone();
     let nodes = tree["nodes"].as_array().cloned().unwrap_or_default();
     let by_id: HashMap<&str, &Value> = nodes
         .iter()
@@ -1352,20 +1344,8 @@ async fn kept_and_spliced_trees_match_a_fresh_walk_under_changes() -> Result<()>
 /// Evaluates `expr` in a page target of the test's own (attached by the test, not through the
 /// extension), found by its URL.
 async fn in_page(browser: &Browser, url: &str, expr: &str) -> Result<Value> {
-    let target = browser
-        .page_targets()
-        .await?
-        .into_iter()
-        .find(|t| t.url == url)
-        .unwrap_or_else(|| panic!("no page at {url}"));
+    let session = attach_to_page(browser, url).await?;
     let cdp = browser.cdp();
-    let attached = cdp
-        .call(
-            "Target.attachToTarget",
-            json!({"targetId": target.id, "flatten": true}),
-        )
-        .await?;
-    let session = attached["sessionId"].as_str().expect("session").to_string();
     let out = cdp
         .call_session(
             &session,

@@ -2,12 +2,14 @@
 //! subcommands, each a thin layer over the library.
 
 use crate::call::{self, Call};
+use crate::main_token::{self, Token, TokenSource};
 use crate::mcp::{Backend, BrowserTools, Forward};
-use crate::token::{self, TokenSource};
-use crate::tokens::TokenStore;
+use crate::target_tokens::TokenStore;
 use crate::{RunningServer, ServerConfig, DEFAULT_PORT};
 use clap::{Args, Parser, Subcommand};
 use protocol::Outcome;
+use std::future::Future;
+use std::io;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -154,7 +156,7 @@ pub fn main() -> ExitCode {
 }
 
 fn disconnect(args: DisconnectArgs) -> ExitCode {
-    let token = match token::resolve(args.token.as_deref()) {
+    let token = match main_token::resolve(args.token.as_deref()) {
         Ok(t) => t,
         Err(e) => return fail(2, e),
     };
@@ -197,31 +199,76 @@ fn fail(code: u8, message: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(code)
 }
 
-fn serve(args: ServeArgs) -> ExitCode {
-    let token = match token::resolve(args.token.as_deref()) {
-        Ok(t) => t,
-        Err(e) => return fail(1, e),
-    };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => return fail(1, format!("cannot start the async runtime: {e}")),
-    };
-    runtime.block_on(async move {
-        let addr = SocketAddr::new(args.host, args.port);
-        let mut config = ServerConfig::new(addr, token.value.clone());
+/// What `serve` and `mcp` share: the token (flag, environment or the token file), the server's
+/// config (address, token, the per-target token store), the async runtime they run on
+/// ([`Setup::run`]), and the relay and its listeners ([`Setup::listen`]).
+struct Setup {
+    token: Token,
+    config: ServerConfig,
+}
+
+impl Setup {
+    /// Resolves the token and the config from `args` and runs `body` with them on a new
+    /// multi-threaded runtime; what cannot be set up fails with exit code 1.
+    fn run<F: Future<Output = ExitCode>>(
+        args: &ServeArgs,
+        body: impl FnOnce(Setup) -> F,
+    ) -> ExitCode {
+        let token = match main_token::resolve(args.token.as_deref()) {
+            Ok(t) => t,
+            Err(e) => return fail(1, e),
+        };
+        let runtime = match tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+        {
+            Ok(r) => r,
+            Err(e) => return fail(1, format!("cannot start the async runtime: {e}")),
+        };
+        let mut config =
+            ServerConfig::new(SocketAddr::new(args.host, args.port), token.value.clone());
         config.tokens = TokenStore::from_env();
-        let server = match RunningServer::start(config).await {
+        runtime.block_on(body(Setup { token, config }))
+    }
+
+    /// Starts the relay and its listeners on the configured address.
+    async fn listen(&self) -> io::Result<RunningServer> {
+        RunningServer::start(self.config.clone()).await
+    }
+
+    /// The failure of [`Setup::listen`] for any reason but a port in use.
+    fn cannot_listen(&self, e: io::Error) -> ExitCode {
+        fail(1, format!("Cannot listen on {}: {e}", self.config.addr))
+    }
+
+    /// Logs where the token was written, when it was created just now.
+    fn note_created_token(&self) {
+        if let TokenSource::Created(path) = &self.token.source {
+            crate::log(format_args!("created a new token in {}", path.display()));
+        }
+    }
+}
+
+/// Warns on stderr when the server listens on `addr` off loopback.
+fn warn_if_exposed(addr: SocketAddr) {
+    if !addr.ip().is_loopback() {
+        crate::log(format_args!(
+            "warning: listening on {addr}, which is not a loopback address: anyone who can reach it and has the token can drive this browser"
+        ));
+    }
+}
+
+fn serve(args: ServeArgs) -> ExitCode {
+    Setup::run(&args, |setup| async move {
+        let server = match setup.listen().await {
             Ok(s) => s,
-            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
+            Err(e) if e.kind() == io::ErrorKind::AddrInUse => {
                 return fail(
                     1,
-                    format!("Cannot listen on {addr}: the port is in use (is another `browser-operator serve` running? Use --port to pick another)."),
+                    format!("Cannot listen on {}: the port is in use (is another `browser-operator serve` running? Use --port to pick another).", setup.config.addr),
                 )
             }
-            Err(e) => return fail(1, format!("Cannot listen on {addr}: {e}")),
+            Err(e) => return setup.cannot_listen(e),
         };
         let addr = server.addr();
         let try_port = if addr.port() == DEFAULT_PORT {
@@ -238,16 +285,10 @@ fn serve(args: ServeArgs) -> ExitCode {
              \x20 Token       {token}\n\
              \n\
              Try it:  browser-operator call tabs_context_mcp '{{\"createIfEmpty\": true}}'{try_port}",
-            token = token.value,
+            token = setup.token.value,
         );
-        if let TokenSource::Created(path) = &token.source {
-            crate::log(format_args!("created a new token in {}", path.display()));
-        }
-        if !addr.ip().is_loopback() {
-            crate::log(format_args!(
-                "warning: listening on {addr}, which is not a loopback address: anyone who can reach it and has the token can drive this browser"
-            ));
-        }
+        setup.note_created_token();
+        warn_if_exposed(addr);
         wait_for_stop_signal().await;
         crate::log(format_args!("shutting down"));
         server.shutdown().await;
@@ -273,41 +314,22 @@ async fn wait_for_stop_signal() {
 
 /// `browser-operator mcp`: MCP on stdio. stdout carries only MCP messages; logs go to stderr.
 fn mcp(args: ServeArgs) -> ExitCode {
-    let token = match token::resolve(args.token.as_deref()) {
-        Ok(t) => t,
-        Err(e) => return fail(1, e),
-    };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => return fail(1, format!("cannot start the async runtime: {e}")),
-    };
-    runtime.block_on(async move {
-        let addr = SocketAddr::new(args.host, args.port);
-        let mut config = ServerConfig::new(addr, token.value.clone());
-        config.tokens = TokenStore::from_env();
-        let timeout = config.command_timeout;
-        let (server, backend) = match RunningServer::start(config.clone()).await {
+    Setup::run(&args, |setup| async move {
+        let addr = setup.config.addr;
+        let (server, backend) = match setup.listen().await {
             Ok(server) => {
                 crate::log(format_args!(
                     "MCP on stdio; the extension connects to ws://{}/ws (HTTP MCP at http://{}/mcp)",
                     server.addr(),
                     server.addr()
                 ));
-                if !server.addr().ip().is_loopback() {
-                    crate::log(format_args!(
-                        "warning: listening on {}, which is not a loopback address: anyone who can reach it and has the token can drive this browser",
-                        server.addr()
-                    ));
-                }
+                warn_if_exposed(server.addr());
                 let backend = Backend::Relay(std::sync::Arc::clone(server.relay()));
                 (Some(server), backend)
             }
-            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
+            Err(e) if e.kind() == io::ErrorKind::AddrInUse => {
                 let url = format!("http://{addr}");
-                let (probe_url, probe_token) = (url.clone(), token.value.clone());
+                let (probe_url, probe_token) = (url.clone(), setup.token.value.clone());
                 let probe =
                     tokio::task::spawn_blocking(move || call::status(&probe_url, &probe_token))
                         .await;
@@ -316,7 +338,8 @@ fn mcp(args: ServeArgs) -> ExitCode {
                         crate::log(format_args!(
                             "MCP on stdio; a Browser Operator server already listens on {addr}: forwarding calls to it"
                         ));
-                        (None, Backend::Forward(std::sync::Arc::new(Forward::new(config))))
+                        let forward = Forward::new(setup.config.clone());
+                        (None, Backend::Forward(std::sync::Arc::new(forward)))
                     }
                     Ok(Err(e)) => {
                         return fail(1, format!("Port {} is in use, and not by a Browser Operator server that accepts this token ({e}). Use --port to pick another.", addr.port()))
@@ -324,12 +347,10 @@ fn mcp(args: ServeArgs) -> ExitCode {
                     Err(e) => return fail(1, format!("cannot probe {url}: {e}")),
                 }
             }
-            Err(e) => return fail(1, format!("Cannot listen on {addr}: {e}")),
+            Err(e) => return setup.cannot_listen(e),
         };
-        if let TokenSource::Created(path) = &token.source {
-            crate::log(format_args!("created a new token in {}", path.display()));
-        }
-        let tools = BrowserTools::new(backend.clone(), timeout);
+        setup.note_created_token();
+        let tools = BrowserTools::new(backend.clone(), setup.config.command_timeout);
         let code = tokio::select! {
             r = crate::mcp::serve_stdio(tools) => match r {
                 Ok(()) => ExitCode::SUCCESS,
@@ -351,7 +372,7 @@ fn mcp(args: ServeArgs) -> ExitCode {
 fn manage_tokens(action: TokenAction) -> ExitCode {
     let store = TokenStore::from_env();
     let Some(path) = store.path().map(|p| p.display().to_string()) else {
-        return fail(1, token::TokenError::NoConfigDir);
+        return fail(1, main_token::TokenError::NoConfigDir);
     };
     match action {
         TokenAction::Issue { target } => match store.issue(&target) {
@@ -384,7 +405,7 @@ fn manage_tokens(action: TokenAction) -> ExitCode {
                 Ok(g) => g,
                 Err(e) => return fail(1, e),
             };
-            let main = token::resolve(None).ok();
+            let main = main_token::resolve(None).ok();
             for t in gone {
                 println!("Revoked {} (target '{}').", t.id, t.target);
                 let told = main.as_ref().map(|main| {
@@ -413,7 +434,7 @@ fn run_call(args: CallArgs) -> ExitCode {
         Ok(a) => a.unwrap_or_default(),
         Err(e) => return fail(2, e),
     };
-    let token = match token::resolve(args.token.as_deref()) {
+    let token = match main_token::resolve(args.token.as_deref()) {
         Ok(t) => t,
         Err(e) => return fail(2, e),
     };
@@ -452,20 +473,20 @@ fn run_call(args: CallArgs) -> ExitCode {
 }
 
 fn show_token() -> ExitCode {
-    let path = match token::token_file() {
+    let path = match main_token::token_file() {
         Ok(p) => p,
         Err(e) => return fail(1, e),
     };
-    let token = match token::load_or_create(&path) {
+    let token = match main_token::load_or_create(&path) {
         Ok(t) => t,
         Err(e) => return fail(1, e),
     };
     println!("Token file  {}", path.display());
     println!("Token       {}", token.value);
-    if std::env::var_os(token::TOKEN_ENV).is_some_and(|v| !v.is_empty()) {
+    if std::env::var_os(main_token::TOKEN_ENV).is_some_and(|v| !v.is_empty()) {
         eprintln!(
             "Note: {} is set, so `serve` and `call` use it instead of this file.",
-            token::TOKEN_ENV
+            main_token::TOKEN_ENV
         );
     }
     ExitCode::SUCCESS

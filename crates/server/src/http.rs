@@ -95,7 +95,7 @@ enum Admitted {
     /// The main token: any target.
     Any,
     /// A per-target token: its own target only.
-    Only(crate::tokens::IssuedToken),
+    Only(crate::target_tokens::IssuedToken),
     Nobody,
 }
 

@@ -10,11 +10,11 @@ pub mod cli;
 pub mod guard;
 pub mod http;
 pub mod listen;
+pub mod main_token;
 pub mod mcp;
 pub mod pair;
 pub mod relay;
-pub mod token;
-pub mod tokens;
+pub mod target_tokens;
 pub mod ws;
 
 use axum::extract::DefaultBodyLimit;
@@ -64,7 +64,7 @@ pub struct ServerConfig {
     pub auth_failure_delay: Duration,
     /// Per-target tokens browsers may also connect with, and where the /pair page keeps the
     /// tokens it issues (none by default: pairing then says it has nowhere to keep them).
-    pub tokens: tokens::TokenStore,
+    pub tokens: target_tokens::TokenStore,
 }
 
 impl ServerConfig {
@@ -77,7 +77,7 @@ impl ServerConfig {
             auth_timeout: DEFAULT_AUTH_TIMEOUT,
             header_timeout: DEFAULT_HEADER_TIMEOUT,
             auth_failure_delay: guard::DEFAULT_FAILURE_DELAY,
-            tokens: tokens::TokenStore::none(),
+            tokens: target_tokens::TokenStore::none(),
         }
     }
 }
@@ -106,7 +106,7 @@ pub(crate) struct AppState {
     /// Becomes true when the server shuts down.
     pub(crate) shutdown: watch::Receiver<bool>,
     pub(crate) live: LiveSessions,
-    pub(crate) tokens: tokens::TokenStore,
+    pub(crate) tokens: target_tokens::TokenStore,
     pub(crate) http: Arc<http::HttpState>,
     pub(crate) throttle: Arc<guard::AuthThrottle>,
 }

@@ -678,7 +678,7 @@ impl Default for Relay {
 fn new_command_id() -> Result<String, CommandError> {
     let mut random = [0u8; 16];
     getrandom::fill(&mut random).map_err(|e| CommandError::NoRandomness(e.to_string()))?;
-    Ok(format!("cmd-{}", crate::token::hex(&random)))
+    Ok(format!("cmd-{}", crate::main_token::hex(&random)))
 }
 
 fn unix_ms() -> u64 {

@@ -1,24 +1,15 @@
 //! The built `browser-operator` binary: `call` against no server, with bad arguments, and
 //! against a server with no browser; `token`.
 
+mod common;
+
 use browser_operator_server::{RunningServer, ServerConfig};
-use std::path::PathBuf;
-use std::process::{Command, Output};
+use common::{binary, free_port, temp_dir, text};
+use std::path::Path;
+use std::process::Output;
 
-const BIN: &str = env!("CARGO_BIN_EXE_browser-operator");
-
-/// A config dir of its own per test, so no test reads or writes the user's token file.
-fn config_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("bo-cli-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
-}
-
-fn run(args: &[&str], config: &PathBuf, token: Option<&str>) -> Output {
-    let mut cmd = Command::new(BIN);
-    cmd.args(args)
-        .env("BROWSER_OPERATOR_CONFIG_DIR", config)
-        .env_remove("BROWSER_OPERATOR_TOKEN");
+fn run(args: &[&str], config: &Path, token: Option<&str>) -> Output {
+    let mut cmd = binary(args, config);
     if let Some(t) = token {
         cmd.env("BROWSER_OPERATOR_TOKEN", t);
     }
@@ -26,18 +17,12 @@ fn run(args: &[&str], config: &PathBuf, token: Option<&str>) -> Output {
 }
 
 fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-/// A port nothing listens on (bound, then released).
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
+    text(&o.stderr)
 }
 
 #[test]
 fn call_without_a_server_says_so_and_exits_2() {
-    let dir = config_dir("noserver");
+    let dir = temp_dir("noserver");
     let port = free_port();
     let out = run(
         &["call", "tabs_context_mcp", "--port", &port.to_string()],
@@ -57,7 +42,7 @@ fn call_without_a_server_says_so_and_exits_2() {
 
 #[test]
 fn call_with_invalid_json_args_exits_2_without_sending() {
-    let dir = config_dir("badjson");
+    let dir = temp_dir("badjson");
     // No server listens and no token exists: the args error comes first.
     let out = run(
         &[
@@ -80,7 +65,7 @@ fn call_with_invalid_json_args_exits_2_without_sending() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn call_with_no_browser_connected_exits_2_with_the_503_message() {
-    let dir = config_dir("nobrowser");
+    let dir = temp_dir("nobrowser");
     let server = RunningServer::start(ServerConfig::new(
         "127.0.0.1:0".parse().unwrap(),
         "cli-token",
@@ -127,7 +112,7 @@ async fn call_with_no_browser_connected_exits_2_with_the_503_message() {
 
 #[test]
 fn token_command_creates_and_prints_the_token_file() {
-    let dir = config_dir("token");
+    let dir = temp_dir("token");
     let out = run(&["token"], &dir, None);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let stdout = String::from_utf8(out.stdout).unwrap();

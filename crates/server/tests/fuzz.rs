@@ -5,7 +5,10 @@
 //! connection closed) within a bound, and the server must keep serving throughout: a real
 //! extension connection still gets its commands and `/status` still answers.
 
+mod common;
+
 use browser_operator_server::{RunningServer, ServerConfig};
+use common::{connect, local, Ws, TOKEN};
 use futures_util::{SinkExt, StreamExt};
 use protocol::fuzzing::{budget, seed, Rng};
 use serde_json::{json, Value};
@@ -15,7 +18,6 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message;
 
-const TOKEN: &str = "fuzz-token-0123";
 /// The longest any answer may take (the server is idle otherwise).
 const ANSWER: Duration = Duration::from_secs(10);
 
@@ -25,7 +27,7 @@ async fn start() -> RunningServer {
         auth_timeout: Duration::from_secs(2),
         // Random requests mostly carry wrong tokens: throttling them would only slow the fuzzer.
         auth_failure_delay: Duration::ZERO,
-        ..ServerConfig::new("127.0.0.1:0".parse().unwrap(), TOKEN)
+        ..ServerConfig::new(local(), TOKEN)
     })
     .await
     .expect("server starts")
@@ -277,17 +279,8 @@ async fn fuzz_http_requests_are_each_answered_and_the_server_keeps_serving() {
     server.shutdown().await;
 }
 
-type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<TcpStream>>;
-
-async fn ws(addr: SocketAddr) -> Ws {
-    tokio_tungstenite::connect_async(format!("ws://{addr}/ws"))
-        .await
-        .expect("upgrade")
-        .0
-}
-
 async fn authed(addr: SocketAddr, target: &str) -> Ws {
-    let mut s = ws(addr).await;
+    let mut s = connect(addr).await;
     s.send(Message::text(
         json!({"type": "auth", "token": TOKEN, "target": target}).to_string(),
     ))
@@ -350,7 +343,7 @@ async fn fuzz_websocket_frames_never_break_the_server() {
         let mut s = if rng.one_in(2) {
             authed(addr, &format!("t{}", rng.below(4))).await
         } else {
-            ws(addr).await
+            connect(addr).await
         };
         for _ in 0..1 + rng.below(4) {
             let msg = match rng.below(6) {

@@ -2,65 +2,28 @@
 //! server's refusals, driven in-process by a fake extension over a real WebSocket and by raw
 //! HTTP and MCP JSON-RPC requests.
 
-use browser_operator_server::tokens::{TokenStore, TOKENS_FILE};
+mod common;
+
+use browser_operator_server::target_tokens::TokenStore;
 use browser_operator_server::{RunningServer, ServerConfig};
-use futures_util::{SinkExt, StreamExt};
+use common::{
+    closed, connect, extension, extension_with, http, local, next_frame, send, status, token_store,
+    wait_until, Ws, BEARER, TOKEN, WAIT,
+};
+use futures_util::SinkExt;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read};
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
-
-const TOKEN: &str = "mcp-test-token-0123";
-const WAIT: Duration = Duration::from_secs(10);
-
-type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
-
-fn store_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("bo-mcp-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
-}
 
 async fn start(tokens: TokenStore) -> RunningServer {
-    let mut config = ServerConfig::new("127.0.0.1:0".parse().unwrap(), TOKEN);
+    let mut config = ServerConfig::new(local(), TOKEN);
     config.command_timeout = Duration::from_secs(20);
     config.auth_timeout = Duration::from_secs(2);
     config.tokens = tokens;
     RunningServer::start(config).await.expect("server starts")
 }
-
-/// One raw HTTP/1.1 request; the status and body.
-async fn http(addr: SocketAddr, head: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
-    let mut request = format!("{head} HTTP/1.1\r\nConnection: close\r\n");
-    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
-        request.push_str(&format!("Host: {addr}\r\n"));
-    }
-    for (k, v) in headers {
-        request.push_str(&format!("{k}: {v}\r\n"));
-    }
-    request.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
-    let mut stream = TcpStream::connect(addr).await.unwrap();
-    stream.write_all(request.as_bytes()).await.unwrap();
-    let mut response = Vec::new();
-    tokio::time::timeout(WAIT, stream.read_to_end(&mut response))
-        .await
-        .expect("response in time")
-        .unwrap();
-    let response = String::from_utf8_lossy(&response).into_owned();
-    let status = response[9..12].parse().unwrap();
-    let body = response
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    (status, body)
-}
-
-const BEARER: (&str, &str) = ("Authorization", "Bearer mcp-test-token-0123");
 
 /// A minimal MCP client over streamable HTTP (blocking; call it from `spawn_blocking`).
 #[derive(Clone)]
@@ -148,17 +111,6 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> 
     tokio::task::spawn_blocking(f).await.unwrap()
 }
 
-async fn connect_ws(addr: SocketAddr) -> Ws {
-    tokio_tungstenite::connect_async(format!("ws://{addr}/ws"))
-        .await
-        .expect("upgrade")
-        .0
-}
-
-async fn send(ws: &mut Ws, v: Value) {
-    ws.send(Message::text(v.to_string())).await.unwrap();
-}
-
 /// Whether `cmd` is the MCP server reading the page tools of the group on its own (for
 /// tools/list and its change checks): `tabs_context_mcp {createIfEmpty: false}` or
 /// `btcp_interfaces`.
@@ -173,60 +125,24 @@ fn is_page_tools_read(cmd: &Value) -> bool {
 /// extension has no group).
 async fn next_json(ws: &mut Ws) -> Value {
     loop {
-        let msg = tokio::time::timeout(WAIT, ws.next())
-            .await
-            .expect("a frame in time")
-            .expect("socket open")
-            .expect("no error");
-        match msg {
-            Message::Text(t) => {
-                let v: Value = serde_json::from_str(t.as_str()).unwrap();
-                if is_page_tools_read(&v) {
-                    send(ws, json!({"type": "result", "commandId": v["id"], "error": "No automation group."})).await;
-                    continue;
-                }
-                return v;
-            }
-            Message::Ping(_) | Message::Pong(_) => continue,
-            other => panic!("expected a text frame, got {other:?}"),
+        let v = next_frame(ws).await;
+        if !is_page_tools_read(&v) {
+            return v;
         }
+        send(
+            ws,
+            json!({"type": "result", "commandId": v["id"], "error": "No automation group."}),
+        )
+        .await;
     }
 }
 
-/// The close code the server sends next, and the text frames before it.
+/// The close code the server sends next, and the text frames before it (but the server's own
+/// page-tools reads).
 async fn close_code(ws: &mut Ws) -> (Option<u16>, Vec<Value>) {
-    let mut frames = Vec::new();
-    loop {
-        match tokio::time::timeout(WAIT, ws.next())
-            .await
-            .expect("close in time")
-        {
-            Some(Ok(Message::Close(frame))) => {
-                let _ = tokio::time::timeout(WAIT, ws.next()).await;
-                return (frame.map(|f| u16::from(f.code)), frames);
-            }
-            Some(Ok(Message::Text(t))) => {
-                let v: Value = serde_json::from_str(t.as_str()).unwrap();
-                if !is_page_tools_read(&v) {
-                    frames.push(v);
-                }
-            }
-            Some(Ok(_)) => continue,
-            Some(Err(_)) | None => return (None, frames),
-        }
-    }
-}
-
-/// A fake extension: authenticates with `token` (and `target`), expects auth_ok.
-async fn extension(addr: SocketAddr, token: &str, target: Option<&str>) -> Ws {
-    let mut ws = connect_ws(addr).await;
-    let mut auth = json!({"type": "auth", "token": token});
-    if let Some(t) = target {
-        auth["target"] = json!(t);
-    }
-    send(&mut ws, auth).await;
-    assert_eq!(next_json(&mut ws).await, json!({"type": "auth_ok"}));
-    ws
+    let (code, mut frames) = closed(ws).await;
+    frames.retain(|v| !is_page_tools_read(v));
+    (code, frames)
 }
 
 /// Answers the next command with `result` (a tool result) and returns the command.
@@ -239,22 +155,6 @@ async fn answer(ws: &mut Ws, result: Value) -> Value {
     )
     .await;
     cmd
-}
-
-async fn status(addr: SocketAddr) -> Value {
-    let (code, body) = http(addr, "GET /status", &[BEARER], "").await;
-    assert_eq!(code, 200, "{body}");
-    serde_json::from_str(&body).unwrap()
-}
-
-async fn wait_until(addr: SocketAddr, what: &str, check: impl Fn(&Value) -> bool) {
-    for _ in 0..200 {
-        if check(&status(addr).await) {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("{what} never happened: {}", status(addr).await);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -285,7 +185,7 @@ async fn mcp_lists_the_catalog_and_maps_results() {
         .unwrap()
         .starts_with("No browser is connected"));
 
-    let mut ext = extension(addr, TOKEN, None).await;
+    let mut ext = extension(addr, None).await;
     let m = mcp.clone();
     let call = tokio::spawn(blocking(move || {
         m.call(3, "computer", json!({"action": "screenshot", "tabId": 7}))
@@ -334,8 +234,8 @@ async fn mcp_lists_the_catalog_and_maps_results() {
 async fn several_browsers_are_chosen_per_session() {
     let server = start(TokenStore::none()).await;
     let addr = server.addr();
-    let mut a = extension(addr, TOKEN, Some("a")).await;
-    let mut b = extension(addr, TOKEN, Some("b")).await;
+    let mut a = extension(addr, Some("a")).await;
+    let mut b = extension(addr, Some("b")).await;
     let mcp = blocking(move || Mcp::connect(addr)).await;
 
     let m = mcp.clone();
@@ -394,7 +294,7 @@ async fn several_browsers_are_chosen_per_session() {
 async fn progress_is_reported_and_cancelling_frees_the_pending_command() {
     let server = start(TokenStore::none()).await;
     let addr = server.addr();
-    let mut ext = extension(addr, TOKEN, None).await;
+    let mut ext = extension(addr, None).await;
     let mcp = blocking(move || Mcp::connect(addr)).await;
 
     // A call with a progress token hears progress while the browser works.
@@ -524,7 +424,7 @@ async fn mcp_refuses_foreign_hosts_web_origins_and_wrong_tokens() {
         addr,
         "POST /mcp",
         &[
-            ("Authorization", "Bearer mcp-test-token-0124"),
+            ("Authorization", "Bearer test-token-0124"),
             accept,
             json_type,
         ],
@@ -541,16 +441,15 @@ async fn mcp_refuses_foreign_hosts_web_origins_and_wrong_tokens() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn per_target_tokens_connect_only_as_their_target_and_revoking_disconnects() {
-    let dir = store_dir("tokens");
-    let store = TokenStore::at(dir.join(TOKENS_FILE));
+    let (dir, store) = token_store("tokens");
     let work = store.issue("work").unwrap();
     let server = start(store.clone()).await;
     let addr = server.addr();
 
     // Without a target it connects as its own; another target is refused.
-    let mut browser = extension(addr, &work.token, None).await;
-    let mut main = extension(addr, TOKEN, Some("home")).await;
-    let mut wrong = connect_ws(addr).await;
+    let mut browser = extension_with(addr, &work.token, None).await;
+    let mut main = extension(addr, Some("home")).await;
+    let mut wrong = connect(addr).await;
     send(
         &mut wrong,
         json!({"type": "auth", "token": work.token, "target": "home2"}),
@@ -591,7 +490,7 @@ async fn per_target_tokens_connect_only_as_their_target_and_revoking_disconnects
 
     // The revoked token can't come back; a wrong one neither; the rest keeps working.
     for token in [work.token.as_str(), "not-a-token"] {
-        let mut again = connect_ws(addr).await;
+        let mut again = connect(addr).await;
         send(&mut again, json!({"type": "auth", "token": token})).await;
         assert_eq!(close_code(&mut again).await.0, Some(4001));
     }
@@ -616,8 +515,8 @@ async fn per_target_tokens_connect_only_as_their_target_and_revoking_disconnects
 async fn an_oversized_frame_closes_only_that_connection() {
     let server = start(TokenStore::none()).await;
     let addr = server.addr();
-    let mut big = extension(addr, TOKEN, Some("big")).await;
-    let mut other = extension(addr, TOKEN, Some("other")).await;
+    let mut big = extension(addr, Some("big")).await;
+    let mut other = extension(addr, Some("other")).await;
     let huge = "x".repeat(browser_operator_server::ws::MAX_MESSAGE_SIZE + 1);
     let _ = big.send(Message::text(huge)).await;
     let (code, _) = close_code(&mut big).await;
@@ -692,13 +591,7 @@ async fn mcp_sessions_are_bounded() {
 /// `btcp_interfaces {tabId: 7}` → a namespace `todo` with a method `add`).
 async fn next_command_with_group(ws: &mut Ws) -> Value {
     loop {
-        let msg = tokio::time::timeout(WAIT, ws.next())
-            .await
-            .expect("a frame in time")
-            .expect("socket open")
-            .expect("no error");
-        let Message::Text(t) = msg else { continue };
-        let cmd: Value = serde_json::from_str(t.as_str()).unwrap();
+        let cmd = next_frame(ws).await;
         let text = match (cmd["tool"].as_str(), is_page_tools_read(&cmd)) {
             (Some("tabs_context_mcp"), true) => json!({"availableTabs": [{"tabId": 7, "title": "Todo", "url": "http://app.test/todo"}], "tabGroupId": 1}).to_string(),
             (Some("btcp_interfaces"), true) => json!({"revision": 1, "namespaces": [
@@ -717,7 +610,7 @@ async fn next_command_with_group(ws: &mut Ws) -> Value {
 async fn page_tools_are_listed_untrusted_and_routed_to_btcp_call() {
     let server = start(TokenStore::none()).await;
     let addr = server.addr();
-    let mut ext = extension(addr, TOKEN, None).await;
+    let mut ext = extension(addr, None).await;
     let mcp = blocking(move || Mcp::connect(addr)).await;
 
     // The fake extension answers the page-tools reads while tools/list waits for them.
@@ -765,7 +658,7 @@ async fn a_browser_that_does_not_answer_gets_the_catalog_only() {
     let server = start(TokenStore::none()).await;
     let addr = server.addr();
     // Connected, but never answers a command.
-    let _ext = extension(addr, TOKEN, None).await;
+    let _ext = extension(addr, None).await;
     let mcp = blocking(move || Mcp::connect(addr)).await;
     let m = mcp.clone();
     let list = blocking(move || m.request(1, "tools/list", json!({}))).await;

@@ -1,9 +1,15 @@
 //! The server in-process, driven by a fake extension over a real WebSocket and by raw HTTP
 //! requests: auth, routing, errors and their status codes, shutdown and restart.
 
-use browser_operator_server::tokens::{TokenStore, TOKENS_FILE};
+mod common;
+
+use browser_operator_server::target_tokens::TokenStore;
 use browser_operator_server::{RunningServer, ServerConfig};
-use futures_util::{SinkExt, StreamExt};
+use common::{
+    closed, connect, extension, http, local, next_frame, send, status, token_store, Ws, BEARER,
+    TOKEN,
+};
+use futures_util::SinkExt;
 use serde_json::{json, Value};
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -11,12 +17,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::{self, Message};
-use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
-const TOKEN: &str = "test-token-0123";
+/// How long the raw-socket checks here wait for bytes or for a slow client to be cut off.
 const WAIT: Duration = Duration::from_secs(5);
-
-type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
 async fn start_with(addr: SocketAddr, command_timeout: Duration) -> RunningServer {
     RunningServer::start(ServerConfig {
@@ -32,104 +35,14 @@ async fn start() -> RunningServer {
     start_with(local(), Duration::from_secs(10)).await
 }
 
-fn local() -> SocketAddr {
-    "127.0.0.1:0".parse().unwrap()
-}
-
-/// One HTTP/1.1 request over a fresh connection; returns the status and the body.
-async fn http(addr: SocketAddr, head: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
-    let mut request = format!("{head} HTTP/1.1\r\nConnection: close\r\n");
-    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
-        request.push_str(&format!("Host: {addr}\r\n"));
-    }
-    for (k, v) in headers {
-        request.push_str(&format!("{k}: {v}\r\n"));
-    }
-    request.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
-    let mut stream = TcpStream::connect(addr).await.unwrap();
-    stream.write_all(request.as_bytes()).await.unwrap();
-    let mut response = Vec::new();
-    tokio::time::timeout(Duration::from_secs(30), stream.read_to_end(&mut response))
-        .await
-        .expect("response in time")
-        .unwrap();
-    let response = String::from_utf8(response).unwrap();
-    let status = response[9..12].parse().unwrap();
-    let body = response
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    (status, body)
-}
-
-const BEARER: (&str, &str) = ("Authorization", "Bearer test-token-0123");
-
 async fn command(addr: SocketAddr, body: Value) -> (u16, Value) {
     let (status, body) = http(addr, "POST /commands", &[BEARER], &body.to_string()).await;
     (status, serde_json::from_str(&body).expect("JSON body"))
 }
 
-async fn status(addr: SocketAddr) -> Value {
-    let (code, body) = http(addr, "GET /status", &[BEARER], "").await;
-    assert_eq!(code, 200, "{body}");
-    serde_json::from_str(&body).unwrap()
-}
-
-async fn connect(addr: SocketAddr) -> Ws {
-    tokio_tungstenite::connect_async(format!("ws://{addr}/ws"))
-        .await
-        .expect("upgrade")
-        .0
-}
-
-async fn send(ws: &mut Ws, v: Value) {
-    ws.send(Message::text(v.to_string())).await.unwrap();
-}
-
-/// The next text frame as JSON.
-async fn next_json(ws: &mut Ws) -> Value {
-    loop {
-        let msg = tokio::time::timeout(WAIT, ws.next())
-            .await
-            .expect("a frame in time")
-            .expect("socket open")
-            .expect("no error");
-        match msg {
-            Message::Text(t) => return serde_json::from_str(t.as_str()).unwrap(),
-            Message::Ping(_) | Message::Pong(_) => continue,
-            other => panic!("expected a text frame, got {other:?}"),
-        }
-    }
-}
-
 /// The close code the server sends next (skipping text frames).
 async fn close_code(ws: &mut Ws) -> Option<u16> {
-    loop {
-        match tokio::time::timeout(WAIT, ws.next())
-            .await
-            .expect("close in time")
-        {
-            Some(Ok(Message::Close(frame))) => {
-                // Reading on sends our reply, so the server need not wait for it.
-                let _ = tokio::time::timeout(WAIT, ws.next()).await;
-                return frame.map(|f| u16::from(f.code));
-            }
-            Some(Ok(_)) => continue,
-            Some(Err(_)) | None => return None,
-        }
-    }
-}
-
-/// A fake extension that passed auth.
-async fn extension(addr: SocketAddr, target: Option<&str>) -> Ws {
-    let mut ws = connect(addr).await;
-    let mut auth = json!({"type": "auth", "token": TOKEN});
-    if let Some(t) = target {
-        auth["target"] = json!(t);
-    }
-    send(&mut ws, auth).await;
-    assert_eq!(next_json(&mut ws).await, json!({"type": "auth_ok"}));
-    ws
+    closed(ws).await.0
 }
 
 #[tokio::test]
@@ -147,7 +60,7 @@ async fn command_round_trip_through_the_extension() {
         addr,
         json!({"tool": "navigate", "args": {"url": "https://example.com", "tabId": 3}}),
     ));
-    let cmd = next_json(&mut ws).await;
+    let cmd = next_frame(&mut ws).await;
     assert_eq!(cmd["type"], "command");
     assert_eq!(cmd["tool"], "navigate");
     assert_eq!(
@@ -171,7 +84,7 @@ async fn command_round_trip_through_the_extension() {
 
     // A tool error is a result too; commands without args get `{}`.
     let call = tokio::spawn(command(addr, json!({"tool": "tabs_create_mcp"})));
-    let cmd = next_json(&mut ws).await;
+    let cmd = next_frame(&mut ws).await;
     assert_eq!(cmd["args"], json!({}));
     let id2 = cmd["id"].as_str().unwrap().to_string();
     assert_ne!(id2, id);
@@ -209,7 +122,7 @@ async fn targets_route_commands_and_ids_cannot_be_guessed() {
     let mut ids = Vec::new();
     for _ in 0..2 {
         let call = tokio::spawn(command(addr, json!({"tool": "t", "target": "b"})));
-        let cmd = next_json(&mut b).await;
+        let cmd = next_frame(&mut b).await;
         let id = cmd["id"].as_str().unwrap().to_string();
         send(
             &mut b,
@@ -316,10 +229,10 @@ async fn a_result_counts_only_from_the_browser_the_command_was_sent_to() {
     let mut a = extension(addr, Some("a")).await;
     let mut b = extension(addr, Some("b")).await;
     let call = tokio::spawn(command(addr, json!({"tool": "t", "target": "b"})));
-    let cmd = next_json(&mut b).await;
+    let cmd = next_frame(&mut b).await;
     let forged = json!({"type": "result", "commandId": cmd["id"], "result": {"content": [{"type": "text", "text": "forged"}]}});
     send(&mut a, forged).await;
-    let refused = next_json(&mut a).await;
+    let refused = next_frame(&mut a).await;
     assert_eq!(refused["type"], "error", "{refused}");
     assert!(
         refused["message"]
@@ -416,7 +329,7 @@ async fn a_result_counts_only_from_the_browser_the_command_was_sent_to() {
 
     // A WebSocket browser that reconnected (its old socket gone) delivers what it kept.
     let call = tokio::spawn(command(addr, json!({"tool": "t", "target": "b"})));
-    let cmd = next_json(&mut b).await;
+    let cmd = next_frame(&mut b).await;
     b.close(None).await.unwrap();
     drop(b);
     let mut again = None;
@@ -427,7 +340,7 @@ async fn a_result_counts_only_from_the_browser_the_command_was_sent_to() {
             json!({"type": "auth", "token": TOKEN, "target": "b"}),
         )
         .await;
-        if next_json(&mut ws).await["type"] == "auth_ok" {
+        if next_frame(&mut ws).await["type"] == "auth_ok" {
             again = Some(ws);
             break;
         }
@@ -440,7 +353,7 @@ async fn a_result_counts_only_from_the_browser_the_command_was_sent_to() {
         json!({"type": "result", "commandId": cmd["id"], "result": {"content": []}}),
     )
     .await;
-    assert_eq!(next_json(&mut a).await["type"], "error");
+    assert_eq!(next_frame(&mut a).await["type"], "error");
     send(
         &mut b,
         json!({"type": "result", "commandId": cmd["id"], "result": {"content": [{"type": "text", "text": "kept"}]}}),
@@ -463,7 +376,7 @@ async fn the_server_waits_as_long_as_the_tool_may_take() {
         addr,
         json!({"tool": "btcp_run_script", "args": {"tabId": 1, "script": "return 1", "timeoutMs": 100}}),
     ));
-    let cmd = next_json(&mut ws).await;
+    let cmd = next_frame(&mut ws).await;
     // Well past the server's own 0.3 s, well within the script's bound.
     tokio::time::sleep(Duration::from_millis(1500)).await;
     send(
@@ -567,7 +480,7 @@ async fn unanswered_command_times_out_with_504() {
     let mut ws = extension(addr, None).await;
 
     let call = tokio::spawn(command(addr, json!({"tool": "navigate"})));
-    let cmd = next_json(&mut ws).await;
+    let cmd = next_frame(&mut ws).await;
     let (code, body) = call.await.unwrap();
     assert_eq!(code, 504);
     assert_eq!(
@@ -585,13 +498,13 @@ async fn unanswered_command_times_out_with_504() {
     let error = body["error"].as_str().unwrap();
     assert!(error.contains("0.05 s"), "{body}");
     assert!(error.contains("the request's timeoutMs"), "{body}");
-    let timed_out = next_json(&mut ws).await;
+    let timed_out = next_frame(&mut ws).await;
     assert_eq!(timed_out["tool"], "x");
 
     // The late results are ignored without harm: a later command waiting at the same time is
     // answered only by its own result, the connection stays and nothing is left pending.
     let later = tokio::spawn(command(addr, json!({"tool": "later", "timeoutMs": 5000})));
-    let cmd_later = next_json(&mut ws).await;
+    let cmd_later = next_frame(&mut ws).await;
     assert_eq!(cmd_later["tool"], "later");
     for late in [&cmd, &timed_out] {
         assert_ne!(late["id"], cmd_later["id"]);
@@ -616,7 +529,7 @@ async fn unanswered_command_times_out_with_504() {
     assert_eq!(status(addr).await["pendingCommands"], 0);
     // No error frame came back for the late results: the next frame is the next command.
     let next = tokio::spawn(command(addr, json!({"tool": "next", "timeoutMs": 5000})));
-    let cmd_next = next_json(&mut ws).await;
+    let cmd_next = next_frame(&mut ws).await;
     assert_eq!(cmd_next["tool"], "next", "{cmd_next}");
     send(
         &mut ws,
@@ -635,7 +548,7 @@ async fn malformed_frames_get_an_error_and_the_connection_stays() {
 
     for bad in ["{nope", r#"{"type":"ping"}"#, r#"{"type":"result"}"#] {
         ws.send(Message::text(bad)).await.unwrap();
-        let reply = next_json(&mut ws).await;
+        let reply = next_frame(&mut ws).await;
         assert_eq!(reply["type"], "error", "{bad}");
         assert!(
             reply["message"]
@@ -647,7 +560,7 @@ async fn malformed_frames_get_an_error_and_the_connection_stays() {
     }
 
     let call = tokio::spawn(command(addr, json!({"tool": "t"})));
-    let cmd = next_json(&mut ws).await;
+    let cmd = next_frame(&mut ws).await;
     send(
         &mut ws,
         json!({"type": "result", "commandId": cmd["id"], "result": {"content": []}}),
@@ -670,7 +583,7 @@ async fn second_connection_for_a_target_is_refused_with_4009() {
     )
     .await;
     assert_eq!(
-        next_json(&mut second).await,
+        next_frame(&mut second).await,
         json!({"type": "error", "message": "Target 'work' is already connected from another browser; disconnect it first or set a different target in Options."})
     );
     assert_eq!(close_code(&mut second).await, Some(4009));
@@ -679,7 +592,7 @@ async fn second_connection_for_a_target_is_refused_with_4009() {
     let st = status(addr).await;
     assert_eq!(st["browsers"].as_array().unwrap().len(), 1);
     let call = tokio::spawn(command(addr, json!({"tool": "t"})));
-    let cmd = next_json(&mut first).await;
+    let cmd = next_frame(&mut first).await;
     send(
         &mut first,
         json!({"type": "result", "commandId": cmd["id"], "result": {"content": []}}),
@@ -758,7 +671,7 @@ async fn foreign_host_and_web_origins_are_forbidden() {
     );
     let (mut ws, _) = tokio_tungstenite::connect_async(request).await.unwrap();
     send(&mut ws, json!({"type": "auth", "token": TOKEN})).await;
-    assert_eq!(next_json(&mut ws).await["type"], "auth_ok");
+    assert_eq!(next_frame(&mut ws).await["type"], "auth_ok");
     // Refused upgrades were never counted as connections.
     assert_eq!(status(addr).await["wsConnections"], 1);
     server.shutdown().await;
@@ -770,7 +683,7 @@ async fn shutdown_closes_sockets_and_the_port_can_be_reused() {
     let addr = server.addr();
     let mut ws = extension(addr, None).await;
     let pending = tokio::spawn(command(addr, json!({"tool": "t"})));
-    next_json(&mut ws).await;
+    next_frame(&mut ws).await;
 
     tokio::time::timeout(WAIT, server.shutdown())
         .await
@@ -783,7 +696,7 @@ async fn shutdown_closes_sockets_and_the_port_can_be_reused() {
     assert_eq!(server.addr(), addr);
     let mut ws = extension(addr, None).await;
     let call = tokio::spawn(command(addr, json!({"tool": "t"})));
-    let cmd = next_json(&mut ws).await;
+    let cmd = next_frame(&mut ws).await;
     send(
         &mut ws,
         json!({"type": "result", "commandId": cmd["id"], "result": {"content": []}}),
@@ -792,14 +705,6 @@ async fn shutdown_closes_sockets_and_the_port_can_be_reused() {
     assert_eq!(call.await.unwrap().0, 200);
     assert_eq!(status(addr).await["wsConnections"], 1);
     server.shutdown().await;
-}
-
-/// A fresh token store in its own directory.
-fn token_store(name: &str) -> (std::path::PathBuf, TokenStore) {
-    let dir = std::env::temp_dir().join(format!("bo-relay-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let store = TokenStore::at(dir.join(TOKENS_FILE));
-    (dir, store)
 }
 
 async fn start_with_store(addr: SocketAddr, store: &TokenStore) -> RunningServer {
@@ -847,10 +752,10 @@ async fn a_paired_token_outlives_a_restart_and_is_revoked_like_any_other() {
         json!({"type": "auth", "token": token, "target": "someone-else"}),
     )
     .await;
-    assert_eq!(next_json(&mut other).await["type"], "error");
+    assert_eq!(next_frame(&mut other).await["type"], "error");
     let mut ws = connect(addr).await;
     send(&mut ws, json!({"type": "auth", "token": token})).await;
-    assert_eq!(next_json(&mut ws).await, json!({"type": "auth_ok"}));
+    assert_eq!(next_frame(&mut ws).await, json!({"type": "auth_ok"}));
     assert_eq!(status(addr).await["browsers"][0]["target"], json!(target));
 
     // Revoking it (what `token revoke` does) refuses it and closes the live connection.
@@ -960,7 +865,7 @@ async fn slow_silent_and_oversized_clients_are_cut_off_without_blocking_others()
     assert_eq!(status(addr).await["browsers"], json!([]));
     let mut ws = extension(addr, None).await;
     let call = tokio::spawn(command(addr, json!({"tool": "t"})));
-    let cmd = next_json(&mut ws).await;
+    let cmd = next_frame(&mut ws).await;
     send(
         &mut ws,
         json!({"type": "result", "commandId": cmd["id"], "result": {"content": []}}),

@@ -1,41 +1,23 @@
 //! The built binary's `token issue|list|revoke` and `mcp`'s refusal of a port held by something
 //! that is not a Browser Operator server.
 
+mod common;
+
+use common::{binary, free_port, temp_dir, text};
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-
-const BIN: &str = env!("CARGO_BIN_EXE_browser-operator");
-
-fn config_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("bo-tokens-cli-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
-}
+use std::path::Path;
+use std::process::Output;
 
 fn run(args: &[&str], config: &Path) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .env("BROWSER_OPERATOR_CONFIG_DIR", config)
+    binary(args, config)
         .env("BROWSER_OPERATOR_TOKEN", "main-token")
-        .stdin(Stdio::null())
         .output()
         .expect("binary runs")
 }
 
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-/// A port nothing listens on.
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
-}
-
 #[test]
 fn issue_list_and_revoke_per_target_tokens() {
-    let dir = config_dir("issue");
+    let dir = temp_dir("issue");
     let out = run(&["token", "issue", "laptop"], &dir);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
@@ -85,7 +67,7 @@ fn issue_list_and_revoke_per_target_tokens() {
 
 #[test]
 fn mcp_refuses_a_port_held_by_another_program() {
-    let dir = config_dir("mcpport");
+    let dir = temp_dir("mcpport");
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let other = std::thread::spawn(move || {

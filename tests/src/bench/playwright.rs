@@ -3,6 +3,7 @@
 //! `--headless`, no browser download) and spoken to in MCP's JSON-RPC over its stdio, one message
 //! a line. Dropping it kills its process group (node and the Chromium it launched).
 
+use crate::process::{tie_to_parent, Group};
 use crate::{Error, Result};
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -91,21 +92,8 @@ impl PlaywrightMcp {
             .stdout(Stdio::piped())
             .stderr(Stdio::from(std::fs::File::create(dir.join("stderr.log"))?))
             .kill_on_drop(true);
-        #[cfg(unix)]
-        {
-            // Its own process group, so that Drop also ends the Chromium it launched.
-            command.process_group(0);
-        }
-        #[cfg(target_os = "linux")]
-        {
-            // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
-            unsafe {
-                command.pre_exec(|| {
-                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                    Ok(())
-                });
-            }
-        }
+        // Its own process group, so that Drop also ends the Chromium it launched.
+        tie_to_parent(command.as_std_mut(), Group::Own);
         let mut child = command
             .spawn()
             .map_err(|e| Error::new(format!("starting node {}: {e}", cli.display())))?;

@@ -4,6 +4,7 @@
 //! death (`PR_SET_PDEATHSIG`).
 
 use super::http::Api;
+use crate::process::{tie_to_parent, Group};
 use crate::{Error, Result};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -38,17 +39,7 @@ impl ServerProcess {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::from(std::fs::File::create(&log)?));
-        #[cfg(target_os = "linux")]
-        {
-            use std::os::unix::process::CommandExt;
-            // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
-            unsafe {
-                command.pre_exec(|| {
-                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                    Ok(())
-                });
-            }
-        }
+        tie_to_parent(&mut command, Group::Inherit);
         let child = command
             .spawn()
             .map_err(|e| Error::new(format!("starting {}: {e}", binary.display())))?;

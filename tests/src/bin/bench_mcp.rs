@@ -115,7 +115,7 @@ async fn main() -> Result<()> {
         .map_err(|e| Error::new(e.to_string()))?
         .port();
     let token =
-        browser_operator_server::token::generate().map_err(|e| Error::new(e.to_string()))?;
+        browser_operator_server::main_token::generate().map_err(|e| Error::new(e.to_string()))?;
     let stdio = StdioMcp::spawn(&cli, port, &token, &dir, &dir.join("stdio.log")).await?;
     let second = Browser::launch(BrowserOptions::default()).await?;
     second

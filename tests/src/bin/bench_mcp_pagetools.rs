@@ -49,7 +49,7 @@ async fn main() -> Result<()> {
     std::fs::create_dir_all(&dir).map_err(|e| Error::new(e.to_string()))?;
     let port = browser_operator_e2e::free_port();
     let token =
-        browser_operator_server::token::generate().map_err(|e| Error::new(e.to_string()))?;
+        browser_operator_server::main_token::generate().map_err(|e| Error::new(e.to_string()))?;
     let mcp = StdioMcp::spawn(&cli, port, &token, &dir, &dir.join("mcp.log")).await?;
     let (no_browser, n0) = list(&mcp, rounds).await?;
 

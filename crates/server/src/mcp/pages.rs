@@ -2,12 +2,26 @@
 //! registered (BTCP providers, WebMCP), named `<namespace>.<method>` (or
 //! `tab<id>.<namespace>.<method>` when two tabs offer the same name), marked as defined by the
 //! page (untrusted) in their description, title, annotations and `_meta`, and the route of each
-//! to `btcp_call`.
+//! to `btcp_call`; read from the selected browser for tools/list, and watched while a session is
+//! open so it hears `notifications/tools/list_changed`.
 
+use super::backend::{Backend, IfGone};
+use super::content::first_text;
 use protocol::btcp::PageTools;
+use protocol::CommandResult;
 use rmcp::model::{Tool, ToolAnnotations};
+use rmcp::service::Peer;
+use rmcp::RoleServer;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+/// Reading the group's page tools takes at most this long; a browser slower than that gets
+/// tools/list with the catalog only.
+const PAGE_TOOLS_BUDGET: Duration = Duration::from_secs(2);
+/// How often an open MCP session checks whether the page tools changed.
+pub(super) const PAGE_TOOLS_POLL: Duration = Duration::from_secs(3);
 
 /// Where a listed page tool's calls go: `btcp_call {tabId, namespace, method}`.
 #[derive(Debug, Clone, PartialEq)]
@@ -15,6 +29,18 @@ pub struct Route {
     pub tab: i64,
     pub namespace: String,
     pub method: String,
+}
+
+impl Route {
+    /// The arguments of the `btcp_call` that calls this page tool with `args`.
+    pub(super) fn btcp_call(self, args: Map<String, Value>) -> Map<String, Value> {
+        let mut call = Map::new();
+        call.insert("tabId".into(), self.tab.into());
+        call.insert("namespace".into(), self.namespace.into());
+        call.insert("method".into(), self.method.into());
+        call.insert("args".into(), Value::Object(args));
+        call
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -103,6 +129,130 @@ impl PageToolList {
                 tool
             })
             .collect()
+    }
+}
+
+/// The page tools of the automation-group tabs (the tabs tabs_context_mcp lists) of the
+/// browser `target` (or the only one), or `None` when they can't be read within
+/// [`PAGE_TOOLS_BUDGET`] (no browser, several and none selected, a slow browser). A tab whose
+/// tools can't be read is left out.
+pub(super) async fn read(backend: &Backend, target: Option<String>) -> Option<PageToolList> {
+    let read = async {
+        // Reads the group without creating one.
+        let mut read_group = Map::new();
+        read_group.insert("createIfEmpty".into(), false.into());
+        let context = ask(backend, "tabs_context_mcp", read_group, target.clone()).await?;
+        let context: Value = serde_json::from_str(first_text(&context)?.lines().next()?).ok()?;
+        let tabs: Vec<(i64, String)> = context["availableTabs"]
+            .as_array()?
+            .iter()
+            .filter_map(|t| {
+                Some((
+                    t["tabId"].as_i64()?,
+                    t["url"].as_str().unwrap_or_default().to_string(),
+                ))
+            })
+            .collect();
+        let reads = tabs.into_iter().map(|(tab, url)| {
+            let target = target.clone();
+            async move {
+                let mut args = Map::new();
+                args.insert("tabId".into(), tab.into());
+                let answer = ask(backend, "btcp_interfaces", args, target).await?;
+                let tools = serde_json::from_str(first_text(&answer)?).ok()?;
+                Some((tab, url, tools))
+            }
+        });
+        let tabs: Vec<_> = futures_util::future::join_all(reads)
+            .await
+            .into_iter()
+            .flatten()
+            .collect();
+        Some(PageToolList::from_tabs(&tabs))
+    };
+    tokio::time::timeout(PAGE_TOOLS_BUDGET, read)
+        .await
+        .ok()
+        .flatten()
+}
+
+/// One of the server's own reads, within [`PAGE_TOOLS_BUDGET`]: a server found gone is left for
+/// the next client call to take over, so that call reports it.
+async fn ask(
+    backend: &Backend,
+    tool: &str,
+    args: Map<String, Value>,
+    target: Option<String>,
+) -> Option<CommandResult> {
+    backend
+        .run(tool, args, target, PAGE_TOOLS_BUDGET, IfGone::Leave)
+        .await
+        .ok()
+}
+
+/// What one MCP session knows of the page tools: the list it was last shown (in tools/list or
+/// by a change notice), and a lock held while a change check runs, so checks never pile up.
+#[derive(Clone, Default)]
+pub(super) struct Shown {
+    list: Arc<Mutex<PageToolList>>,
+    checking: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl Shown {
+    fn list(&self) -> MutexGuard<'_, PageToolList> {
+        self.list.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Remembers `list` as shown (by tools/list).
+    pub(super) fn set(&self, list: PageToolList) {
+        *self.list() = list;
+    }
+
+    /// Where the page tool `name` goes: from the tools this session was shown or, failing that,
+    /// the page tools of `target` as they are now.
+    pub(super) async fn route(
+        &self,
+        backend: &Backend,
+        target: Option<String>,
+        name: &str,
+    ) -> Option<Route> {
+        let shown = self.list().route(name).cloned();
+        match shown {
+            Some(route) => Some(route),
+            None => read(backend, target)
+                .await
+                .and_then(|list| list.route(name).cloned()),
+        }
+    }
+
+    /// Reads the page tools of `target` and, when they differ from what this session was
+    /// shown, tells the client with `notifications/tools/list_changed`. Skipped while another
+    /// check runs.
+    pub(super) async fn check(
+        &self,
+        backend: &Backend,
+        target: Option<String>,
+        peer: &Peer<RoleServer>,
+    ) {
+        let Ok(_checking) = self.checking.try_lock() else {
+            return;
+        };
+        let Some(now) = read(backend, target).await else {
+            return;
+        };
+        let changed = {
+            let mut shown = self.list();
+            let changed = *shown != now;
+            *shown = now;
+            changed
+        };
+        if changed {
+            if let Err(e) = peer.notify_tool_list_changed().await {
+                crate::log(format_args!(
+                    "MCP: the tools/list_changed notice failed: {e}"
+                ));
+            }
+        }
     }
 }
 

@@ -1,7 +1,7 @@
 //! One-click pairing on the server: the `/pair` page (detects the extension, posts a pair-offer
 //! with a token issued for this browser, shows when that browser connected) and its two
 //! same-origin endpoints. The token is a per-target token in the server's token store
-//! ([`crate::tokens`]), so it outlives a restart and `token list|revoke` manage it.
+//! ([`crate::target_tokens`]), so it outlives a restart and `token list|revoke` manage it.
 
 use crate::AppState;
 use axum::body::Bytes;
@@ -51,13 +51,13 @@ pub(crate) async fn offer(State(app): State<AppState>, headers: HeaderMap) -> Re
     }
     let mut random = [0u8; 3];
     let target = match getrandom::fill(&mut random) {
-        Ok(()) => format!("browser-{}", crate::token::hex(&random)),
+        Ok(()) => format!("browser-{}", crate::main_token::hex(&random)),
         Err(e) => return failed(e),
     };
     if app.tokens.path().is_none() {
         return failed(format!(
             "This server has no config directory to keep pairing tokens in: set {} or HOME and restart it.",
-            crate::token::CONFIG_DIR_ENV
+            crate::main_token::CONFIG_DIR_ENV
         ));
     }
     let connected: Vec<String> = app.relay.browsers().into_iter().map(|b| b.target).collect();

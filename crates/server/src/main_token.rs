@@ -1,5 +1,8 @@
-//! The shared secret: which token the server and the `call` client use (flag, environment or
-//! the token file), and creating that file with a fresh random token when it doesn't exist.
+//! The main token, the shared secret of a server and its clients (the extension, `call`, MCP
+//! over HTTP): which one is used (flag, environment or the token file), and creating that file
+//! with a fresh random token when it doesn't exist. Also where the config directory is, and the
+//! owner-only files and directories that it and the per-target token store
+//! ([`crate::target_tokens`]) are written with.
 
 use std::ffi::OsString;
 use std::fmt;

@@ -105,10 +105,10 @@ impl TokenStore {
         }
     }
 
-    /// `tokens.json` in the config directory (see [`crate::token::config_dir_with`]); a store
+    /// `tokens.json` in the config directory (see [`crate::main_token::config_dir_with`]); a store
     /// that holds nothing when there is no config directory.
     pub fn from_env() -> Self {
-        match crate::token::config_dir_with(|name| std::env::var_os(name)) {
+        match crate::main_token::config_dir_with(|name| std::env::var_os(name)) {
             Ok(dir) => TokenStore::at(dir.join(TOKENS_FILE)),
             Err(_) => TokenStore::none(),
         }
@@ -196,11 +196,11 @@ impl TokenStore {
             path: self.path.clone().unwrap_or_default(),
             source,
         };
-        let token = crate::token::generate().map_err(io_err)?;
+        let token = crate::main_token::generate().map_err(io_err)?;
         let mut id = [0u8; 4];
         getrandom::fill(&mut id).map_err(|e| io_err(io::Error::other(e)))?;
         let issued = IssuedToken {
-            id: format!("tok_{}", crate::token::hex(&id)),
+            id: format!("tok_{}", crate::main_token::hex(&id)),
             target: target.to_string(),
             token,
             created: SystemTime::now()
@@ -241,13 +241,13 @@ impl TokenStore {
             source,
         };
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            crate::token::create_private_dir(dir).map_err(io_err)?;
+            crate::main_token::create_private_dir(dir).map_err(io_err)?;
         }
         let text = serde_json::to_string_pretty(&StoreFile { tokens })
             .map_err(|e| io_err(io::Error::other(e)))?;
         let tmp = path.with_extension(format!("json.{}.tmp", std::process::id()));
         let _ = fs::remove_file(&tmp);
-        let mut file = crate::token::create_private_file(&tmp).map_err(io_err)?;
+        let mut file = crate::main_token::create_private_file(&tmp).map_err(io_err)?;
         file.write_all(text.as_bytes())
             .and_then(|()| file.sync_all())
             .map_err(io_err)?;
