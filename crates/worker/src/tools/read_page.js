@@ -1,8 +1,9 @@
 // The page-side walk shared by read_page and find. Runs only in the worker's isolated world
 // (Page.createIsolatedWorld), which the page cannot see: the element → id table (the ref table)
 // lives here, with the document. Called through Runtime.callFunctionOn as `fn(op, arg, version)`:
-//   "tree"    arg {depth, level, interactive, root, prefix, base, near, have}: this frame's lines, its
-//             iframes (marker lines \u0001<id>), landmark regions, and how many hosts to check.
+//   "tree"    arg {depth, level, shift, interactive, root, prefix, base, near, have}: this frame's
+//             lines (indented by level less shift), its iframes (marker lines \u0001<id>, and
+//             [id, level, shift] for their documents), landmark regions, and how many hosts to check.
 //             The whole document with every element (no root, not interactive) is kept with what
 //             it was made from; while none of that changed, the kept answer is given again (or
 //             only `same: true` when the caller holds it: `have` is its token). A new walk whose
@@ -106,6 +107,11 @@ function make() {
   // Per-call state, set by `run`.
   let labelled = new Map();
   let S, interactive, depth, prefix, lines, frames, regions, vh, margin, finding, found, allRefs;
+  // Levels count toward `depth`; a line is indented by its level less `shift`, the number of
+  // document lines above it (a document's content is not indented under its own line).
+  let shift = 0;
+  // The element a ref_id read starts from: its line keeps its ref.
+  let top = null;
 
   const idOf = (el) => {
     let id = S.ids.get(el);
@@ -553,17 +559,18 @@ function make() {
   // focused, edited or has a click handler in its markup): nothing acts on them, and find gives
   // any element's ref.
   const NO_REF = set('paragraph list listitem term definition blockquote caption figcaption strong emphasis code abbr mark deletion insertion subscript superscript time separator cell row rowgroup math label legend');
-  const needsRef = (el, r, attrs) => !NO_REF.has(r) ||
+  // Headings and landmarks are structure too: nothing acts on them, and the tree shows what is in
+  // them. They get a ref where the tree leaves their content out (at the depth limit), to read it
+  // with ref_id (the error for a tree over max_chars names landmarks with their refs too).
+  const STRUCTURE = set('heading main navigation banner contentinfo complementary form region search article sectionheader sectionfooter');
+  const needsRef = (el, r, attrs, level) => (!NO_REF.has(r) && !(STRUCTURE.has(r) && level + 1 < depth && el !== top)) ||
     (attrs && (el.hasAttribute('tabindex') || el.hasAttribute('onclick') || el.hasAttribute('contenteditable')));
   const line = (el, r, nm, level, shown, tag, attrs) => {
-    let s = pad(interactive ? 0 : level) + r;
+    let s = pad(interactive ? 0 : level - shift) + r;
     if (shown) s += ' "' + clip(shown, CUT) + '"';
-    if (allRefs || needsRef(el, r, attrs)) {
-      const id = idOf(el);
-      s += ' [' + prefix + id + ']';
-      if (REGIONS.has(r) && regions.length < 12) {
-        regions.push(r + (nm ? ' "' + clip(nm, 60) + '"' : '') + ' [' + prefix + id + ']');
-      }
+    if (interactive || allRefs || needsRef(el, r, attrs, level)) s += ' [' + prefix + idOf(el) + ']';
+    if (REGIONS.has(r) && regions.length < 12 && !interactive) {
+      regions.push(r + (nm ? ' "' + clip(nm, 60) + '"' : '') + ' [' + prefix + idOf(el) + ']');
     }
     lines.push(s + state(el, tag, r, nm, attrs));
   };
@@ -696,7 +703,7 @@ function make() {
     if (r === 'iframe') {
       if (!finding) {
         lines.push('\u0001' + idOf(el));
-        frames.push([Number(idOf(el)), level + 1]);
+        frames.push([Number(idOf(el)), level + 1, shift]);
       }
       return;
     }
@@ -730,7 +737,7 @@ function make() {
       if (near(el) && !hidden(el)) {
         const id = idOf(el);
         lines.push('\u0001' + id);
-        frames.push([Number(id), 0]);
+        frames.push([Number(id), 0, 0]);
       }
       return;
     }
@@ -744,16 +751,41 @@ function make() {
       line(el, NOISE.has(r) ? 'generic' : r, nm, 0, shown, tag, attrs);
     }
     if (r === 'image' || (LEAF_FIELDS.has(r) && tag !== 'div' && tag !== 'span' && tag !== 'select')) return;
-    // What is far from the viewport is not walked: a container whose box lies wholly outside
-    // the margin (checked from the top down, so most of a long page costs one box per section).
-    // Content fixed to the viewport inside such a container is missed.
-    if (!can && el.firstElementChild && far(el)) return;
     const next = NOISE.has(r) ? level : level + 1;
+    // What is far from the viewport is not walked: a container whose box lies wholly outside
+    // the margin (checked from the top down, so most of a long page costs one box per section),
+    // but for what in it is fixed to the viewport (a dialog or popover shown in the top layer is
+    // too).
+    if (!can && el.firstElementChild && far(el)) {
+      escaped(parent, next, inSel);
+      return;
+    }
     if (tag === 'slot') {
       const a = slotted(el);
       if (a) { for (const n of a) if (n.nodeType === 1) walk(n, next, '', inSel, null); return; }
     }
     for (let c = parent.firstChild; c; c = c.nextSibling) if (c.nodeType === 1) walk(c, next, '', inSel, null);
+  };
+  // The elements fixed to the viewport under `parent` (the content of a far container), each
+  // walked in its place. A fixed element has no offsetParent; nor has one without a box (what is
+  // under it has none either: not looked into) or with `display: contents` (whose children are);
+  // only those have their style read. The rest is passed through without roles or names.
+  const escaped = (parent, level, inSel) => {
+    for (let x = parent.firstElementChild; x; x = x.nextElementSibling) {
+      if (x.offsetParent === null) {
+        const cs = getComputedStyle(x);
+        if (cs.position === 'fixed') {
+          walk(x, level, '', inSel, null);
+          continue;
+        }
+        if (cs.display === 'none') continue;
+      }
+      const tag = x.localName;
+      const root = canHost(tag) ? shadowOf(x) : null;
+      if (root === null && x.firstElementChild === null) continue;
+      if (SKIP.has(tag) || ariaHidden(x)) continue;
+      escaped(root || x, level, inSel || tag === 'select');
+    }
   };
   // An unnamed wrapper: its children take its place.
   const wrapper = (el, tag, level, parentName, inSel, owner, focusable) => {
@@ -777,7 +809,7 @@ function make() {
   const blank = (d) => d.charCodeAt(0) <= 32 && !d.trim();
   const textLine = (t, level, parentName) => {
     t = squash(t);
-    if (t && !parentName.includes(t)) lines.push(pad(level) + 'text "' + clip(t, CUT) + '"');
+    if (t && !parentName.includes(t)) lines.push(pad(level - shift) + 'text "' + clip(t, CUT) + '"');
   };
   // A node under a visible element.
   const visit = (node, level, parentName, inSelect, owner) => {
@@ -842,7 +874,7 @@ function make() {
     // it had before): a ref from an earlier page is never another element of this one.
     if (arg.base && S.next < arg.base - 1) S.next = arg.base - 1;
     const viewport = [Math.round(innerWidth), Math.round(innerHeight)];
-    const key = op === 'tree' && !arg.interactive && !arg.root ? arg.depth + ' ' + (arg.level || 0) + ' ' + arg.prefix : null;
+    const key = op === 'tree' && !arg.interactive && !arg.root ? arg.depth + ' ' + (arg.level || 0) + ' ' + (arg.shift || 0) + ' ' + arg.prefix : null;
     const kept = S.cache;
     if (key !== null && kept && kept.key === key && unchanged(kept.deps)) {
       if (arg.have === kept.token) return { same: true, token: kept.token, viewport, next: S.next };
@@ -856,6 +888,8 @@ function make() {
     prefix = arg.prefix;
     // Every line with its ref (for tests that compare lines with Chrome's tree by element).
     allRefs = !!arg.allRefs;
+    shift = arg.shift || 0;
+    top = null;
     lines = [];
     frames = [];
     regions = [];
@@ -905,13 +939,17 @@ function make() {
       const el = r && r.deref();
       if (!el || !el.isConnected) return { stale: true };
       if (el.nodeType === 9) root = null;
-      else walk(el, level, '', false, null);
+      else {
+        top = el;
+        walk(el, level, '', false, null);
+      }
     }
     if (!root) {
       if (!interactive) {
-        lines.push(pad(level) + 'document' + (document.title ? ' "' + clip(document.title, CUT) + '"' : '') +
+        lines.push(pad(level - shift) + 'document' + (document.title ? ' "' + clip(document.title, CUT) + '"' : '') +
           ' [' + prefix + idOf(document) + ']');
         level += 1;
+        shift += 1;
       }
       if (document.body) walk(document.body, level, '', false, null);
     }
