@@ -597,10 +597,9 @@ function make() {
     let s = pad(interactive ? 0 : level - shift) + r;
     if (shown) s += ' "' + clip(shown, CUT) + '"';
     if (interactive || allRefs || needsRef(el, r, attrs, level)) s += ' [' + prefix + idOf(el) + ']';
-    // All of them when the walk's parts are kept (a part gives its regions again); 12 are shown.
-    if (REGIONS.has(r) && !interactive && (memoOn || regions.length < 12)) {
-      regions.push(r + (nm ? ' "' + clip(nm, 60) + '"' : '') + ' [' + prefix + idOf(el) + ']');
-    }
+    // All of them when the walk's parts are kept (a part gives its regions again); the first 12
+    // are named (with refs) in the answer.
+    if (REGIONS.has(r) && !interactive && (memoOn || regions.length < 36)) regions.push(el, r, nm);
     lines.push(s + state(el, tag, r, nm, attrs));
   };
   const far = (el) => {
@@ -1117,7 +1116,11 @@ function make() {
       if (document.body) walk(document.body, level, '', false, null);
     }
     const text = lines.join('\n');
-    const shown = regions.length > 12 ? regions.slice(0, 12) : regions;
+    const shown = [];
+    for (let i = 0; i < regions.length && i < 36; i += 3) {
+      const nm = regions[i + 2];
+      shown.push(regions[i + 1] + (nm ? ' "' + clip(nm, 60) + '"' : '') + ' [' + prefix + idOf(regions[i]) + ']');
+    }
     const out = { text, frames, regions: shown, hosts: S.pending.length, viewport, next: S.next };
     if (deps) {
       // Named uniquely across worlds: the worker may hold one from an earlier world.
