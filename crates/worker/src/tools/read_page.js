@@ -906,7 +906,7 @@ function make() {
     // but for what in it is fixed to the viewport (a dialog or popover shown in the top layer is
     // too).
     if (!can && el.firstElementChild && far(el)) {
-      escaped(parent, next, inSel);
+      escaped(el, parent, next, inSel);
       return;
     }
     if (tag === 'slot') {
@@ -915,11 +915,26 @@ function make() {
     }
     for (let c = parent.firstChild; c; c = c.nextSibling) if (c.nodeType === 1) walk(c, next, '', inSel, null);
   };
-  // The elements fixed to the viewport under `parent` (the content of a far container), each
-  // walked in its place. A fixed element has no offsetParent; nor has one without a box (what is
-  // under it has none either: not looked into) or with `display: contents` (whose children are);
-  // only those have their style read. The rest is passed through without roles or names.
-  const escaped = (parent, level, inSel) => {
+  // The elements fixed to the viewport under a far container (`el`, whose content is `parent`),
+  // each walked in its place. The candidates are asked once a walk: the elements that a style
+  // rule, an inline style or the top layer (modal dialogs, open popovers, fullscreen) may make
+  // fixed, kept if their position is `fixed`. Style sheets whose rules cannot be read (of another
+  // origin) leave it to looking at every element under the container: a fixed one has no
+  // offsetParent (nor has one without a box: not looked into; or with `display: contents`).
+  let fixedList = null;
+  let fixedDone = null;
+  const escaped = (el, parent, level, inSel) => {
+    if (fixedList === null) fixedList = fixedCandidates();
+    if (fixedList === true) return scanFixed(parent, level, inSel);
+    for (const f of fixedList) {
+      if (!el.contains(f) || (fixedDone !== null && fixedDone.contains(f))) continue;
+      const up = f.parentElement;
+      if (up !== null && up.closest('[aria-hidden="true" i]')) continue;
+      fixedDone = f;
+      walk(f, level, '', inSel || (up !== null && up.closest('select') !== null), null);
+    }
+  };
+  const scanFixed = (parent, level, inSel) => {
     for (let x = parent.firstElementChild; x; x = x.nextElementSibling) {
       if (x.offsetParent === null) {
         const cs = getComputedStyle(x);
@@ -933,8 +948,42 @@ function make() {
       const root = canHost(tag) ? shadowOf(x) : null;
       if (root === null && x.firstElementChild === null) continue;
       if (SKIP.has(tag) || ariaHidden(x)) continue;
-      escaped(root || x, level, inSel || tag === 'select');
+      scanFixed(root || x, level, inSel || tag === 'select');
     }
+  };
+  // The document's elements that are fixed, in document order, or true when some style sheet
+  // cannot be read. A selector of a nested rule is taken as a superset (`&` as any element).
+  const fixedCandidates = () => {
+    const sels = [':modal', ':popover-open', ':fullscreen', '[style*="fixed" i]'];
+    let unreadable = false;
+    const scan = (rules) => {
+      for (const r of rules) {
+        const st = r.style;
+        if (st && r.selectorText) {
+          const p = st.position;
+          if (p && (p.includes('fixed') || p.includes('var('))) sels.push(r.selectorText.replace(/&/g, '*'));
+        }
+        if (r.styleSheet) sheet(r.styleSheet);
+        else if (r.cssRules && r.cssRules.length) scan(r.cssRules);
+      }
+    };
+    const sheet = (sh) => {
+      let rules;
+      try { rules = sh.cssRules; } catch (e) { unreadable = true; return; }
+      if (rules) scan(rules);
+    };
+    for (const sh of document.styleSheets) sheet(sh);
+    for (const sh of document.adoptedStyleSheets || []) sheet(sh);
+    if (unreadable) return true;
+    const out = [];
+    for (const sel of sels) {
+      let found;
+      try { found = document.querySelectorAll(sel); } catch (e) { continue; }
+      for (const f of found) if (!out.includes(f) && getComputedStyle(f).position === 'fixed') out.push(f);
+    }
+    // Document order.
+    out.sort((a, b) => (a.compareDocumentPosition(b) & 4 ? -1 : 1));
+    return out;
   };
   // An unnamed wrapper: its children take its place.
   const wrapper = (el, tag, level, parentName, inSel, owner, focusable) => {
@@ -1052,6 +1101,8 @@ function make() {
     allRefs = !!arg.allRefs;
     shift = arg.shift || 0;
     top = null;
+    fixedList = null;
+    fixedDone = null;
     lines = [];
     frames = [];
     regions = [];
