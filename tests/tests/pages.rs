@@ -557,7 +557,18 @@ async fn bounds_filters_subtrees_and_page_text() -> Result<()> {
         shallow.len() < 20_000 && !shallow.contains("Buy 599"),
         "{shallow}"
     );
-    let section = ref_of(&all, "region \"Section 7\"");
+    // A region's ref: in the error's list of landmarks, and where the depth cuts what is under
+    // it (a whole tree shows none on it).
+    assert!(!line_with(&all, "region \"Section 7\"").contains("[ref_"));
+    let at = e
+        .find("region \"Section 7\" [")
+        .unwrap_or_else(|| panic!("{e}"));
+    let section = ref_of(&e[at..], "Section 7");
+    let cut = backend
+        .text("read_page", json!({"tabId": tab, "depth": 3}))
+        .await?;
+    assert_eq!(ref_of(&cut, "region \"Section 7\""), section, "{cut}");
+    assert!(!cut.contains("Buy 7"), "{cut}");
     let sub = backend
         .text("read_page", json!({"tabId": tab, "ref_id": section}))
         .await?;
@@ -622,7 +633,12 @@ async fn bounds_filters_subtrees_and_page_text() -> Result<()> {
             && !fixed.contains("Bottom button"),
         "{fixed}"
     );
-    js(&backend, tab, "document.getElementById('far-end').remove(); 1").await?;
+    js(
+        &backend,
+        tab,
+        "document.getElementById('far-end').remove(); 1",
+    )
+    .await?;
     let e = backend
         .error("read_page", json!({"tabId": tab, "filter": "some"}))
         .await?;
@@ -1333,7 +1349,10 @@ async fn every_change_shows_in_the_next_read_page() -> Result<()> {
         before = after;
     }
     // Refs stay what they were through all of it, and find sees what read_page sees.
-    assert_eq!(ref_of(&before, "Changes"), ref_of(&first, "Changes"));
+    assert_eq!(
+        ref_of(&before, "textbox \"Name\""),
+        ref_of(&first, "textbox \"Name\"")
+    );
     let found = find("menu item").await?;
     assert!(found.contains("button \"Menu item\""), "{found}");
     let found = find("late shadow button").await?;
