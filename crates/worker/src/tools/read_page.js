@@ -975,15 +975,18 @@ function make() {
     for (const sh of document.styleSheets) sheet(sh);
     for (const sh of document.adoptedStyleSheets || []) sheet(sh);
     if (unreadable) return true;
-    const out = [];
-    for (const sel of sels) {
-      let found;
-      try { found = document.querySelectorAll(sel); } catch (e) { continue; }
-      for (const f of found) if (!out.includes(f) && getComputedStyle(f).position === 'fixed') out.push(f);
+    // One pass over the document (in its order), or one a selector if some selector is refused.
+    let found;
+    try {
+      found = [...document.querySelectorAll(sels.join(','))];
+    } catch (e) {
+      found = [];
+      for (const sel of sels) {
+        try { for (const f of document.querySelectorAll(sel)) if (!found.includes(f)) found.push(f); } catch (e2) { /* not a selector here */ }
+      }
+      found.sort((a, b) => (a.compareDocumentPosition(b) & 4 ? -1 : 1));
     }
-    // Document order.
-    out.sort((a, b) => (a.compareDocumentPosition(b) & 4 ? -1 : 1));
-    return out;
+    return found.filter((f) => getComputedStyle(f).position === 'fixed');
   };
   // An unnamed wrapper: its children take its place.
   const wrapper = (el, tag, level, parentName, inSel, owner, focusable) => {
