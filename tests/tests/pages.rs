@@ -192,10 +192,17 @@ async fn read_page_find_and_form_input_on_a_login_form() -> Result<()> {
         )
         .await?;
     assert!(e.contains("true or false"), "{e}");
+    // A heading has no ref in the tree (nothing acts on it); find gives one.
+    let heading = ref_of(
+        &backend
+            .text("find", json!({"tabId": tab, "query": "Sign in heading"}))
+            .await?,
+        "heading \"Sign in\"",
+    );
     let e = backend
         .error(
             "form_input",
-            json!({"tabId": tab, "ref": ref_of(&tree, "heading \"Sign in\""), "value": "x"}),
+            json!({"tabId": tab, "ref": heading, "value": "x"}),
         )
         .await?;
     assert!(
@@ -284,7 +291,9 @@ async fn read_page_find_and_form_input_on_a_login_form() -> Result<()> {
 /// element (inline formatting folded in, links and controls on lines of their own below it),
 /// names and text are cut at 100 characters with the cut marked, addresses of the page's own
 /// origin are paths, the top document's refs carry no document number, and lines of text and
-/// structure carry no ref while every link and control has one that acts on it.
+/// structure carry no ref while every link and control has one that acts on it (headings and
+/// landmarks have one where the depth leaves their content out), and the document's content is
+/// not indented under the document's line.
 #[tokio::test]
 async fn the_tree_is_short_and_says_what_agents_need() -> Result<()> {
     let (fixtures, backend, _browser, tab) = connected().await?;
@@ -324,12 +333,26 @@ async fn the_tree_is_short_and_says_what_agents_need() -> Result<()> {
     line_with(&tree, "text \"after.\"");
     let doc = ref_of(&tree, "document \"Fixture: prose\"");
     let press = ref_of(&tree, "button \"Press\"");
-    for r in [
-        &doc,
-        &press,
-        &ref_of(&tree, "link \"Relative\""),
-        &ref_of(&tree, "heading \"Prose\""),
-    ] {
+    assert_eq!(tree.lines().nth(1), Some("main"), "{tree}");
+    assert_eq!(indent(line_with(&tree, "heading \"Prose\"")), 1, "{tree}");
+    assert!(
+        !line_with(&tree, "heading \"Prose\"").contains("[ref_"),
+        "{tree}"
+    );
+    // At the depth limit a landmark shows its ref, to read what is under it by ref_id.
+    let shallow = backend
+        .text("read_page", json!({"tabId": tab, "depth": 2}))
+        .await?;
+    let main = ref_of(&shallow, "main");
+    assert!(!shallow.contains("Prose"), "{shallow}");
+    let under = backend
+        .text("read_page", json!({"tabId": tab, "ref_id": main}))
+        .await?;
+    assert!(
+        under.starts_with(&format!("main [{main}]\n heading \"Prose\" level=1\n")),
+        "{under}"
+    );
+    for r in [&doc, &press, &ref_of(&tree, "link \"Relative\""), &main] {
         assert!(
             r.strip_prefix("ref_")
                 .is_some_and(|n| n.chars().all(|c| c.is_ascii_digit())),
@@ -499,10 +522,12 @@ async fn shadow_roots_and_iframes_are_covered() -> Result<()> {
         ref_of(&again, "Closed shadow input"),
         ref_of(&tree, "Closed shadow input")
     );
-    assert_eq!(
-        ref_of(&again, "Cross frame heading"),
-        ref_of(&tree, "Cross frame heading")
-    );
+    let fields_again: Vec<String> = again
+        .lines()
+        .filter(|l| l.contains("textbox \"Frame field\""))
+        .map(|l| ref_of(l, "Frame field"))
+        .collect();
+    assert_eq!(fields_again, fields, "{again}");
     Ok(())
 }
 
@@ -532,7 +557,18 @@ async fn bounds_filters_subtrees_and_page_text() -> Result<()> {
         shallow.len() < 20_000 && !shallow.contains("Buy 599"),
         "{shallow}"
     );
-    let section = ref_of(&all, "region \"Section 7\"");
+    // A region's ref: in the error's list of landmarks, and where the depth cuts what is under
+    // it (a whole tree shows none on it).
+    assert!(!line_with(&all, "region \"Section 7\"").contains("[ref_"));
+    let at = e
+        .find("region \"Section 7\" [")
+        .unwrap_or_else(|| panic!("{e}"));
+    let section = ref_of(&e[at..], "Section 7");
+    let cut = backend
+        .text("read_page", json!({"tabId": tab, "depth": 3}))
+        .await?;
+    assert_eq!(ref_of(&cut, "region \"Section 7\""), section, "{cut}");
+    assert!(!cut.contains("Buy 7"), "{cut}");
     let sub = backend
         .text("read_page", json!({"tabId": tab, "ref_id": section}))
         .await?;
@@ -571,6 +607,38 @@ async fn bounds_filters_subtrees_and_page_text() -> Result<()> {
         !near.contains("Bottom button") && !near.contains("heading"),
         "{near}"
     );
+    // What is fixed to the viewport is listed, also inside a container far from it (the walk
+    // skips such containers), and so is a popover shown in the top layer; what is hidden there,
+    // or merely far, is not.
+    js(
+        &backend,
+        tab,
+        r#"document.body.insertAdjacentHTML('beforeend', `<div id="far-end"><p>Far footer</p>
+          <div style="position: fixed; right: 8px; bottom: 8px"><span><button>Chat with us</button></span></div>
+          <div style="position: fixed; top: 0; display: none"><button>Hidden fixed</button></div>
+          <div popover id="far-popover"><button>Popover button</button></div>
+          <button>Far end button</button></div>`);
+        document.getElementById('far-popover').showPopover(); 1"#,
+    )
+    .await?;
+    let fixed = backend
+        .text("read_page", json!({"tabId": tab, "filter": "interactive"}))
+        .await?;
+    for control in ["Top button", "Chat with us", "Popover button"] {
+        line_with(&fixed, &format!("button \"{control}\""));
+    }
+    assert!(
+        !fixed.contains("Hidden fixed")
+            && !fixed.contains("Far end button")
+            && !fixed.contains("Bottom button"),
+        "{fixed}"
+    );
+    js(
+        &backend,
+        tab,
+        "document.getElementById('far-end').remove(); 1",
+    )
+    .await?;
     let e = backend
         .error("read_page", json!({"tabId": tab, "filter": "some"}))
         .await?;
@@ -1273,7 +1341,10 @@ async fn every_change_shows_in_the_next_read_page() -> Result<()> {
         before = after;
     }
     // Refs stay what they were through all of it, and find sees what read_page sees.
-    assert_eq!(ref_of(&before, "Changes"), ref_of(&first, "Changes"));
+    assert_eq!(
+        ref_of(&before, "textbox \"Name\""),
+        ref_of(&first, "textbox \"Name\"")
+    );
     let found = find("menu item").await?;
     assert!(found.contains("button \"Menu item\""), "{found}");
     let found = find("late shadow button").await?;

@@ -1,8 +1,9 @@
 // The page-side walk shared by read_page and find. Runs only in the worker's isolated world
 // (Page.createIsolatedWorld), which the page cannot see: the element → id table (the ref table)
 // lives here, with the document. Called through Runtime.callFunctionOn as `fn(op, arg, version)`:
-//   "tree"    arg {depth, level, interactive, root, prefix, base, near, have}: this frame's lines, its
-//             iframes (marker lines \u0001<id>), landmark regions, and how many hosts to check.
+//   "tree"    arg {depth, level, shift, interactive, root, prefix, base, near, have}: this frame's
+//             lines (indented by level less shift), its iframes (marker lines \u0001<id>, and
+//             [id, level, shift] for their documents), landmark regions, and how many hosts to check.
 //             The whole document with every element (no root, not interactive) is kept with what
 //             it was made from; while none of that changed, the kept answer is given again (or
 //             only `same: true` when the caller holds it: `have` is its token). A new walk whose
@@ -28,6 +29,12 @@ function (op, arg, version) {
     S.run = make();
     S.cache = null;
     S.found = null;
+    // The observer and the parts of the last walk belong to the functions they were made by.
+    if (S.observer) S.observer.disconnect();
+    S.observer = null;
+    S.watching = false;
+    S.prev = null;
+    S.memo = new WeakMap();
   }
   return S.run.call(this, op, arg, S);
 
@@ -106,6 +113,11 @@ function make() {
   // Per-call state, set by `run`.
   let labelled = new Map();
   let S, interactive, depth, prefix, lines, frames, regions, vh, margin, finding, found, allRefs;
+  // Levels count toward `depth`; a line is indented by its level less `shift`, the number of
+  // document lines above it (a document's content is not indented under its own line).
+  let shift = 0;
+  // The element a ref_id read starts from: its line keeps its ref.
+  let top = null;
 
   const idOf = (el) => {
     let id = S.ids.get(el);
@@ -165,27 +177,47 @@ function make() {
   const watch = (el) => {
     if (deps) deps.form.push(el, formState(el));
   };
-  // A mutation: nothing kept is right any more.
+  // Mutations: nothing kept is right any more. The nodes they name are noted for the next whole
+  // walk, which walks anew only the parts that changed (see `walk`); past CHANGES of them the
+  // observer stops (a busy page pays for no more notifications), and the next walk is a whole
+  // one that watches afresh.
+  const CHANGES = 2000;
+  const noted = (records) => {
+    S.cache = null;
+    S.found = null;
+    if (!S.watching) return;
+    const c = S.changes;
+    for (const r of records) c.push(r.type === 'characterData' ? r.target.parentNode : r.target);
+    if (c.length > CHANGES) {
+      S.observer.disconnect();
+      S.watching = false;
+    }
+  };
+  // Something the observer does not see changed (a closed shadow root was found).
   const forget = () => {
     S.cache = null;
     S.found = null;
-    if (S.observer) S.observer.disconnect();
+    S.prev = null;
   };
-  // Starts recording for a walk whose answer will be kept (watching the DOM afresh when nothing
-  // else is kept).
+  // Starts recording for a walk whose answer will be kept (watching the DOM, if the observer
+  // is not watching: the parts of the last walk are then of no use).
   const record = () => {
-    if (!S.observer) S.observer = new MutationObserver(forget);
-    if (!S.cache && !S.found) {
+    if (!S.observer) S.observer = new MutationObserver(noted);
+    if (!S.watching) {
       S.observer.disconnect();
       S.roots = new WeakSet();
       S.observer.observe(document, OBSERVE);
+      S.watching = true;
+      S.changes = [];
+      S.prev = null;
     }
     return { vis: [], form: [], hosts: [], slots: [] };
   };
   // Whether a kept answer is still what a walk would give.
   const unchanged = (d) => {
-    if (S.observer.takeRecords().length) {
-      forget();
+    const recs = S.observer.takeRecords();
+    if (recs.length) {
+      noted(recs);
       return false;
     }
     for (let i = 0; i < d.form.length; i += 2) if (formState(d.form[i]) !== d.form[i + 1]) return false;
@@ -317,6 +349,7 @@ function make() {
     return contentOf(rootOf(el) || el, 8);
   };
   const byIds = (el, ids) => {
+    nonlocal++;
     const scope = el.getRootNode();
     if (!scope.getElementById) return '';
     let s = '';
@@ -371,6 +404,7 @@ function make() {
       if (type === 'image') return el.getAttribute('alt') || el.value || 'Submit';
     }
     if ((FORM_TAGS.has(tag) || tag === 'meter' || tag === 'progress' || tag === 'output') && hasLabels(el)) {
+      nonlocal++;
       const labels = el.labels;
       if (labels && labels.length) {
         for (const l of labels) n += ' ' + labelText(l, el);
@@ -553,18 +587,19 @@ function make() {
   // focused, edited or has a click handler in its markup): nothing acts on them, and find gives
   // any element's ref.
   const NO_REF = set('paragraph list listitem term definition blockquote caption figcaption strong emphasis code abbr mark deletion insertion subscript superscript time separator cell row rowgroup math label legend');
-  const needsRef = (el, r, attrs) => !NO_REF.has(r) ||
+  // Headings and landmarks are structure too: nothing acts on them, and the tree shows what is in
+  // them. They get a ref where the tree leaves their content out (at the depth limit), to read it
+  // with ref_id (the error for a tree over max_chars names landmarks with their refs too).
+  const STRUCTURE = set('heading main navigation banner contentinfo complementary form region search article sectionheader sectionfooter');
+  const needsRef = (el, r, attrs, level) => (!NO_REF.has(r) && !(STRUCTURE.has(r) && level + 1 < depth && el !== top)) ||
     (attrs && (el.hasAttribute('tabindex') || el.hasAttribute('onclick') || el.hasAttribute('contenteditable')));
   const line = (el, r, nm, level, shown, tag, attrs) => {
-    let s = pad(interactive ? 0 : level) + r;
+    let s = pad(interactive ? 0 : level - shift) + r;
     if (shown) s += ' "' + clip(shown, CUT) + '"';
-    if (allRefs || needsRef(el, r, attrs)) {
-      const id = idOf(el);
-      s += ' [' + prefix + id + ']';
-      if (REGIONS.has(r) && regions.length < 12) {
-        regions.push(r + (nm ? ' "' + clip(nm, 60) + '"' : '') + ' [' + prefix + id + ']');
-      }
-    }
+    if (interactive || allRefs || needsRef(el, r, attrs, level)) s += ' [' + prefix + idOf(el) + ']';
+    // All of them when the walk's parts are kept (a part gives its regions again); the first 12
+    // are named (with refs) in the answer.
+    if (REGIONS.has(r) && !interactive && (memoOn || regions.length < 36)) regions.push(el, r, nm);
     lines.push(s + state(el, tag, r, nm, attrs));
   };
   const far = (el) => {
@@ -602,7 +637,127 @@ function make() {
   // Visibility is decided where it shows: for each element that gets a line (or gives text to
   // one) and once for a wrapper with text of its own; unnamed wrappers themselves are not
   // checked (an element inside a hidden one has no box either, so it is found hidden in turn).
-  const walk = (el, level, parentName, inSelect, owner) => {
+  // A whole walk of the document keeps, for each element with element children, its part of
+  // the answer (its lines, and the entries of what they were made from) and the context it was
+  // walked in. After a change, an element outside the parts that changed, walked in the same
+  // context, gives its part of the last walk again once what that part was made from is checked
+  // (visibility, form state, hosts, slots, as for the kept tree). What changed: the subtree of
+  // each node a mutation names (the parent of changed text), and of a shadow host whose light
+  // children changed (its slots show them); the elements above those are walked anew, their
+  // children each taken whole where they can be. An element whose lines read outside its own
+  // subtree (names and descriptions from other elements by id, a control's labels, a label's
+  // control) gives no part and is walked each time; a change outside the body, a style of
+  // labelling that changed (labels added to a document that had none), or more changes than the
+  // observer notes, and the walk is a whole one.
+  let memoOn = false;
+  let prev = null;
+  let deep = null;
+  let path = null;
+  let inDeep = false;
+  let nonlocal = 0;
+  const walk = (el, level, parentName, inSel, owner) => {
+    if (!memoOn) return walkEl(el, level, parentName, inSel, owner);
+    const was = inDeep;
+    if (deep !== null && deep.has(el)) inDeep = true;
+    if (prev !== null && !inDeep && !path.has(el)) {
+      const m = S.memo.get(el);
+      if (m !== undefined && m.gen === prev.gen && m.level === level && m.parentName === parentName &&
+          m.inSel === inSel && still(m)) {
+        replay(el, m);
+        inDeep = was;
+        return;
+      }
+    }
+    const l0 = lines.length, v0 = deps.vis.length, f0 = deps.form.length, h0 = deps.hosts.length;
+    const s0 = deps.slots.length, fr0 = frames.length, rg0 = regions.length, n = nonlocal;
+    walkEl(el, level, parentName, inSel, owner);
+    if (nonlocal === n && el.firstElementChild !== null) {
+      S.memo.set(el, {
+        gen: S.gen, level, parentName, inSel, l0, l1: lines.length, v0, v1: deps.vis.length,
+        f0, f1: deps.form.length, h0, h1: deps.hosts.length, s0, s1: deps.slots.length,
+        fr0, fr1: frames.length, rg0, rg1: regions.length,
+      });
+    }
+    inDeep = was;
+  };
+  // Whether what an element's part of the last walk was made from is still so. Each visibility
+  // and form state is asked once a walk (parts hold their children's): 1 still so, -1 not.
+  let visOk = null;
+  let formOk = null;
+  const still = (m) => {
+    const d = prev.deps;
+    for (let i = m.v0; i < m.v1; i += 2) {
+      let ok = visOk[i >> 1];
+      if (ok === 0) visOk[i >> 1] = ok = hiddenNow(d.vis[i]) === d.vis[i + 1] ? 1 : -1;
+      if (ok < 0) return false;
+    }
+    for (let i = m.f0; i < m.f1; i += 2) {
+      let ok = formOk[i >> 1];
+      if (ok === 0) formOk[i >> 1] = ok = formState(d.form[i]) === d.form[i + 1] ? 1 : -1;
+      if (ok < 0) return false;
+    }
+    for (let i = m.h0; i < m.h1; i++) if (d.hosts[i].shadowRoot) return false;
+    for (let i = m.s0; i < m.s1; i += 2) {
+      const was = d.slots[i + 1];
+      const now = d.slots[i].assignedNodes();
+      if (now.length !== was.length || now.some((x, k) => x !== was[k])) return false;
+    }
+    return true;
+  };
+  // An element's part of the last walk, given again (and kept as its part of this one).
+  const replay = (el, m) => {
+    const d = prev.deps;
+    const l0 = lines.length, v0 = deps.vis.length, f0 = deps.form.length, h0 = deps.hosts.length;
+    const s0 = deps.slots.length, fr0 = frames.length, rg0 = regions.length;
+    for (let i = m.l0; i < m.l1; i++) lines.push(prev.lines[i]);
+    for (let i = m.v0; i < m.v1; i++) deps.vis.push(d.vis[i]);
+    for (let i = m.f0; i < m.f1; i++) deps.form.push(d.form[i]);
+    for (let i = m.h0; i < m.h1; i++) deps.hosts.push(d.hosts[i]);
+    for (let i = m.s0; i < m.s1; i++) deps.slots.push(d.slots[i]);
+    for (let i = m.fr0; i < m.fr1; i++) frames.push(prev.frames[i]);
+    for (let i = m.rg0; i < m.rg1; i++) regions.push(prev.regions[i]);
+    S.memo.set(el, {
+      gen: S.gen, level: m.level, parentName: m.parentName, inSel: m.inSel, l0, l1: lines.length,
+      v0, v1: deps.vis.length, f0, f1: deps.form.length, h0, h1: deps.hosts.length, s0,
+      s1: deps.slots.length, fr0, fr1: frames.length, rg0, rg1: regions.length,
+    });
+  };
+  // What changed since the last whole walk: fills `deep` (the nodes whose subtrees are walked
+  // anew) and `path` (the elements above them); false when the last walk is of no use.
+  const changes = () => {
+    const recs = S.observer.takeRecords();
+    if (recs.length) noted(recs);
+    const c = S.changes;
+    S.changes = [];
+    if (!S.watching || S.prev === null) return false;
+    for (const [root, had] of S.prev.labelled) {
+      if (!!(root.querySelector && root.querySelector('label')) !== had) return false;
+    }
+    deep = new Set();
+    path = new Set();
+    const body = document.body;
+    for (let n of c) {
+      if (n === null) continue;
+      if (n.nodeType === 11) n = n.host;
+      if (!n.isConnected) continue;
+      if (n.nodeType !== 1) return false;
+      deep.add(n);
+      let inBody = n === body;
+      for (let x = n; x !== body; ) {
+        let p = x.parentNode;
+        if (p === null) break;
+        if (p.nodeType === 11) p = p.host;
+        else if (p.nodeType !== 1) break;
+        else if (p.shadowRoot || (S.closedAny && S.closed.get(p))) deep.add(p);
+        if (p === body || path.has(p)) { inBody = true; path.add(p); break; }
+        path.add(p);
+        x = p;
+      }
+      if (!inBody) return false;
+    }
+    return true;
+  };
+  const walkEl = (el, level, parentName, inSelect, owner) => {
     const tag = el.localName;
     if (SKIP.has(tag)) return;
     const attrs = el.hasAttributes();
@@ -647,6 +802,7 @@ function make() {
     const parent = kids(el, tag);
     // Labels and legends: their text is their control's (or group's) name already.
     if (r === 'label' && !nm) {
+      nonlocal++;
       if (el.control || el.querySelector('input,select,textarea,button,meter,progress,output')) {
         const said = labelText(el, el.control);
         for (let c = parent.firstChild; c; c = c.nextSibling) if (c.nodeType === 1) walk(c, level, said, inSel, owner);
@@ -696,7 +852,7 @@ function make() {
     if (r === 'iframe') {
       if (!finding) {
         lines.push('\u0001' + idOf(el));
-        frames.push([Number(idOf(el)), level + 1]);
+        frames.push([Number(idOf(el)), level + 1, shift]);
       }
       return;
     }
@@ -730,7 +886,7 @@ function make() {
       if (near(el) && !hidden(el)) {
         const id = idOf(el);
         lines.push('\u0001' + id);
-        frames.push([Number(id), 0]);
+        frames.push([Number(id), 0, 0]);
       }
       return;
     }
@@ -744,16 +900,93 @@ function make() {
       line(el, NOISE.has(r) ? 'generic' : r, nm, 0, shown, tag, attrs);
     }
     if (r === 'image' || (LEAF_FIELDS.has(r) && tag !== 'div' && tag !== 'span' && tag !== 'select')) return;
-    // What is far from the viewport is not walked: a container whose box lies wholly outside
-    // the margin (checked from the top down, so most of a long page costs one box per section).
-    // Content fixed to the viewport inside such a container is missed.
-    if (!can && el.firstElementChild && far(el)) return;
     const next = NOISE.has(r) ? level : level + 1;
+    // What is far from the viewport is not walked: a container whose box lies wholly outside
+    // the margin (checked from the top down, so most of a long page costs one box per section),
+    // but for what in it is fixed to the viewport (a dialog or popover shown in the top layer is
+    // too).
+    if (!can && el.firstElementChild && far(el)) {
+      escaped(el, parent, next, inSel);
+      return;
+    }
     if (tag === 'slot') {
       const a = slotted(el);
       if (a) { for (const n of a) if (n.nodeType === 1) walk(n, next, '', inSel, null); return; }
     }
     for (let c = parent.firstChild; c; c = c.nextSibling) if (c.nodeType === 1) walk(c, next, '', inSel, null);
+  };
+  // The elements fixed to the viewport under a far container (`el`, whose content is `parent`),
+  // each walked in its place. The candidates are asked once a walk: the elements that a style
+  // rule, an inline style or the top layer (modal dialogs, open popovers, fullscreen) may make
+  // fixed, kept if their position is `fixed`. Style sheets whose rules cannot be read (of another
+  // origin) leave it to looking at every element under the container: a fixed one has no
+  // offsetParent (nor has one without a box: not looked into; or with `display: contents`).
+  let fixedList = null;
+  let fixedDone = null;
+  const escaped = (el, parent, level, inSel) => {
+    if (fixedList === null) fixedList = fixedCandidates();
+    if (fixedList === true) return scanFixed(parent, level, inSel);
+    for (const f of fixedList) {
+      if (!el.contains(f) || (fixedDone !== null && fixedDone.contains(f))) continue;
+      const up = f.parentElement;
+      if (up !== null && up.closest('[aria-hidden="true" i]')) continue;
+      fixedDone = f;
+      walk(f, level, '', inSel || (up !== null && up.closest('select') !== null), null);
+    }
+  };
+  const scanFixed = (parent, level, inSel) => {
+    for (let x = parent.firstElementChild; x; x = x.nextElementSibling) {
+      if (x.offsetParent === null) {
+        const cs = getComputedStyle(x);
+        if (cs.position === 'fixed') {
+          walk(x, level, '', inSel, null);
+          continue;
+        }
+        if (cs.display === 'none') continue;
+      }
+      const tag = x.localName;
+      const root = canHost(tag) ? shadowOf(x) : null;
+      if (root === null && x.firstElementChild === null) continue;
+      if (SKIP.has(tag) || ariaHidden(x)) continue;
+      scanFixed(root || x, level, inSel || tag === 'select');
+    }
+  };
+  // The document's elements that are fixed, in document order, or true when some style sheet
+  // cannot be read. A selector of a nested rule is taken as a superset (`&` as any element).
+  const fixedCandidates = () => {
+    const sels = [':modal', ':popover-open', ':fullscreen', '[style*="fixed" i]'];
+    let unreadable = false;
+    const scan = (rules) => {
+      for (const r of rules) {
+        const st = r.style;
+        if (st && r.selectorText) {
+          const p = st.position;
+          if (p && (p.includes('fixed') || p.includes('var('))) sels.push(r.selectorText.replace(/&/g, '*'));
+        }
+        if (r.styleSheet) sheet(r.styleSheet);
+        else if (r.cssRules && r.cssRules.length) scan(r.cssRules);
+      }
+    };
+    const sheet = (sh) => {
+      let rules;
+      try { rules = sh.cssRules; } catch (e) { unreadable = true; return; }
+      if (rules) scan(rules);
+    };
+    for (const sh of document.styleSheets) sheet(sh);
+    for (const sh of document.adoptedStyleSheets || []) sheet(sh);
+    if (unreadable) return true;
+    // One pass over the document (in its order), or one a selector if some selector is refused.
+    let found;
+    try {
+      found = [...document.querySelectorAll(sels.join(','))];
+    } catch (e) {
+      found = [];
+      for (const sel of sels) {
+        try { for (const f of document.querySelectorAll(sel)) if (!found.includes(f)) found.push(f); } catch (e2) { /* not a selector here */ }
+      }
+      found.sort((a, b) => (a.compareDocumentPosition(b) & 4 ? -1 : 1));
+    }
+    return found.filter((f) => getComputedStyle(f).position === 'fixed');
   };
   // An unnamed wrapper: its children take its place.
   const wrapper = (el, tag, level, parentName, inSel, owner, focusable) => {
@@ -777,7 +1010,7 @@ function make() {
   const blank = (d) => d.charCodeAt(0) <= 32 && !d.trim();
   const textLine = (t, level, parentName) => {
     t = squash(t);
-    if (t && !parentName.includes(t)) lines.push(pad(level) + 'text "' + clip(t, CUT) + '"');
+    if (t && !parentName.includes(t)) lines.push(pad(level - shift) + 'text "' + clip(t, CUT) + '"');
   };
   // A node under a visible element.
   const visit = (node, level, parentName, inSelect, owner) => {
@@ -842,20 +1075,37 @@ function make() {
     // it had before): a ref from an earlier page is never another element of this one.
     if (arg.base && S.next < arg.base - 1) S.next = arg.base - 1;
     const viewport = [Math.round(innerWidth), Math.round(innerHeight)];
-    const key = op === 'tree' && !arg.interactive && !arg.root ? arg.depth + ' ' + (arg.level || 0) + ' ' + arg.prefix : null;
+    const key = op === 'tree' && !arg.interactive && !arg.root ? arg.depth + ' ' + (arg.level || 0) + ' ' + (arg.shift || 0) + ' ' + arg.prefix : null;
     const kept = S.cache;
     if (key !== null && kept && kept.key === key && unchanged(kept.deps)) {
       if (arg.have === kept.token) return { same: true, token: kept.token, viewport, next: S.next };
       return { text: kept.lines.join('\n'), frames: kept.frames, regions: kept.regions, hosts: 0, viewport, token: kept.token, next: S.next };
     }
+    memoOn = false;
+    prev = null;
+    deep = null;
+    path = null;
+    inDeep = false;
     if (key !== null) {
       S.cache = null;
       deps = record();
+      memoOn = true;
+      if (changes() && S.prev.key === key) {
+        prev = S.prev;
+        visOk = new Int8Array(prev.deps.vis.length >> 1);
+        formOk = new Int8Array(prev.deps.form.length >> 1);
+      }
+      S.gen = (S.gen || 0) + 1;
     }
-    labelled = new Map();
+    // Whether each root has labels: what the last walk found still holds when its parts are used.
+    labelled = prev !== null ? new Map(prev.labelled) : new Map();
     prefix = arg.prefix;
     // Every line with its ref (for tests that compare lines with Chrome's tree by element).
     allRefs = !!arg.allRefs;
+    shift = arg.shift || 0;
+    top = null;
+    fixedList = null;
+    fixedDone = null;
     lines = [];
     frames = [];
     regions = [];
@@ -905,24 +1155,40 @@ function make() {
       const el = r && r.deref();
       if (!el || !el.isConnected) return { stale: true };
       if (el.nodeType === 9) root = null;
-      else walk(el, level, '', false, null);
+      else {
+        top = el;
+        walk(el, level, '', false, null);
+      }
     }
     if (!root) {
       if (!interactive) {
-        lines.push(pad(level) + 'document' + (document.title ? ' "' + clip(document.title, CUT) + '"' : '') +
+        lines.push(pad(level - shift) + 'document' + (document.title ? ' "' + clip(document.title, CUT) + '"' : '') +
           ' [' + prefix + idOf(document) + ']');
         level += 1;
+        shift += 1;
       }
       if (document.body) walk(document.body, level, '', false, null);
     }
     const text = lines.join('\n');
-    const out = { text, frames, regions, hosts: S.pending.length, viewport, next: S.next };
+    const shown = [];
+    for (let i = 0; i < regions.length && i < 36; i += 3) {
+      const nm = regions[i + 2];
+      shown.push(regions[i + 1] + (nm ? ' "' + clip(nm, 60) + '"' : '') + ' [' + prefix + idOf(regions[i]) + ']');
+    }
+    const out = { text, frames, regions: shown, hosts: S.pending.length, viewport, next: S.next };
     if (deps) {
       // Named uniquely across worlds: the worker may hold one from an earlier world.
       S.tokens = (S.tokens || 0) + 1;
       if (!S.born) S.born = Math.random().toString(36).slice(2);
       const token = S.born + '.' + S.tokens;
-      S.cache = { key, token, deps, lines, frames, regions };
+      S.cache = { key, token, deps, lines, frames, regions: shown };
+      S.prev = { key, gen: S.gen, lines, deps, frames, regions, labelled };
+      memoOn = false;
+      prev = null;
+      deep = null;
+      path = null;
+      visOk = null;
+      formOk = null;
       out.token = token;
       deps = null;
       // The last walk's lines stay (a change forgets the kept tree and what it was made from,

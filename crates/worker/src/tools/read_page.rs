@@ -91,12 +91,12 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
     let top = match &args.ref_id {
         Some(r) => {
             let element = refs::resolve(tab, r).await?;
-            walk.frame(&element.doc, element.context, Some(element.id), 0)
+            walk.frame(&element.doc, element.context, Some(element.id), 0, 0)
                 .await?
         }
         None => {
             let context = refs::world(tab, &frames[0].frame).await?;
-            walk.frame(&frames[0], context, None, 0).await?
+            walk.frame(&frames[0], context, None, 0, 0).await?
         }
     };
     let mut regions = top.regions.clone();
@@ -130,9 +130,10 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
 struct Rendered {
     #[serde(default)]
     text: String,
-    /// (id of an `<iframe>` element, level of its document's lines).
+    /// (id of an `<iframe>` element, level of its document's lines, how many document lines
+    /// are above them: their indent is the level less that).
     #[serde(default)]
-    frames: Vec<(u32, u32)>,
+    frames: Vec<(u32, u32, u32)>,
     #[serde(default)]
     regions: Vec<String>,
     #[serde(default)]
@@ -179,13 +180,15 @@ struct Walk<'a> {
 }
 
 impl Walk<'_> {
-    /// Renders one frame's document (or the subtree of element `root`) from `level` on.
+    /// Renders one frame's document (or the subtree of element `root`) from `level` on, under
+    /// `shift` document lines.
     async fn frame(
         &self,
         doc: &Doc,
         context: i64,
         root: Option<u32>,
         level: u32,
+        shift: u32,
     ) -> Result<Rendered, String> {
         let naming = refs::naming(self.tab, doc, *doc == self.frames[0]);
         let key = (root.is_none() && !self.interactive).then(|| kept_key(self.tab, doc));
@@ -195,6 +198,7 @@ impl Walk<'_> {
         let mut arg = json!({
             "depth": self.depth,
             "level": level,
+            "shift": shift,
             "interactive": self.interactive,
             "root": root,
             "prefix": naming.prefix,
@@ -270,8 +274,8 @@ impl Walk<'_> {
         unreadable: &mut Vec<String>,
     ) {
         let mut children: Vec<(u32, Rendered)> = Vec::new();
-        for &(iframe, level) in &r.frames {
-            match self.child(r, iframe, level).await {
+        for &(iframe, level, shift) in &r.frames {
+            match self.child(r, iframe, level, shift).await {
                 Ok(Some(c)) => children.push((iframe, c)),
                 Ok(None) => {}
                 Err(e) => unreadable.push(e),
@@ -300,6 +304,7 @@ impl Walk<'_> {
         r: &Rendered,
         iframe: u32,
         level: u32,
+        shift: u32,
     ) -> Result<Option<Rendered>, String> {
         let Some(parent) = &r.doc else {
             return Ok(None);
@@ -338,7 +343,7 @@ impl Walk<'_> {
         let context = refs::world(doc.target(self.tab), &doc.frame)
             .await
             .map_err(|e| format!("frame {frame_id}: {e}"))?;
-        self.frame(&doc, context, None, level)
+        self.frame(&doc, context, None, level, shift)
             .await
             .map(Some)
             .map_err(|e| format!("frame {frame_id}: {e}"))
