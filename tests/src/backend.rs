@@ -309,6 +309,26 @@ pub fn tabs_context(text: &str) -> Value {
     serde_json::from_str(text.lines().next().unwrap_or("")).unwrap_or(Value::Null)
 }
 
+/// Width and height of a decoded image: a PNG's IHDR or a JPEG's first SOF marker.
+pub fn image_size(b: &[u8]) -> Option<(u32, u32)> {
+    if b.starts_with(b"\x89PNG") {
+        let w = u32::from_be_bytes(b[16..20].try_into().ok()?);
+        let h = u32::from_be_bytes(b[20..24].try_into().ok()?);
+        return Some((w, h));
+    }
+    let mut i = 2;
+    while i + 9 < b.len() {
+        let (marker, len) = (b[i + 1], usize::from(b[i + 2]) << 8 | usize::from(b[i + 3]));
+        if (0xC0..=0xC3).contains(&marker) {
+            let h = u32::from(b[i + 5]) << 8 | u32::from(b[i + 6]);
+            let w = u32::from(b[i + 7]) << 8 | u32::from(b[i + 8]);
+            return Some((w, h));
+        }
+        i += 2 + len;
+    }
+    None
+}
+
 /// The image blocks of a result.
 pub fn images(result: &CommandResult) -> Vec<(&str, &str)> {
     match &result.outcome {

@@ -25,7 +25,7 @@ pub mod fixtures;
 pub mod mcp;
 pub mod process;
 
-pub use backend::{created_tab_id, images, tabs_context, Backend, Caller};
+pub use backend::{created_tab_id, image_size, images, tabs_context, Backend, Caller};
 pub use browser::{js_string, Browser, BrowserOptions, Page, Session, TargetInfo};
 pub use cdp::{wait_event_on, Cdp, Event};
 pub use display::VirtualDisplay;

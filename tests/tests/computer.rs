@@ -3,7 +3,9 @@
 //! uploads, dialogs, popups joining the group, and a tab dragged out of it.
 
 use base64::Engine;
-use browser_operator_e2e::{images, Backend, Browser, BrowserOptions, FixtureServer, Result};
+use browser_operator_e2e::{
+    image_size, images, Backend, Browser, BrowserOptions, FixtureServer, Result,
+};
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -57,29 +59,9 @@ async fn screenshot(backend: &Backend, tab: i64) -> Result<(f64, f64, String)> {
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(imgs[0].0)
         .expect("base64");
-    assert_eq!(decoded_size(&bytes), Some((w, h)), "{text}");
+    assert_eq!(image_size(&bytes), Some((w, h)), "{text}");
     assert!(w.max(h) <= 1568, "{text}");
     Ok((f64::from(w), f64::from(h), id))
-}
-
-/// PNG IHDR or JPEG SOF dimensions.
-fn decoded_size(b: &[u8]) -> Option<(u32, u32)> {
-    if b.starts_with(b"\x89PNG") {
-        let w = u32::from_be_bytes(b[16..20].try_into().ok()?);
-        let h = u32::from_be_bytes(b[20..24].try_into().ok()?);
-        return Some((w, h));
-    }
-    let mut i = 2;
-    while i + 9 < b.len() {
-        let (marker, len) = (b[i + 1], usize::from(b[i + 2]) << 8 | usize::from(b[i + 3]));
-        if (0xC0..=0xC3).contains(&marker) {
-            let h = u32::from(b[i + 5]) << 8 | u32::from(b[i + 6]);
-            let w = u32::from(b[i + 7]) << 8 | u32::from(b[i + 8]);
-            return Some((w, h));
-        }
-        i += 2 + len;
-    }
-    None
 }
 
 /// The CSS centre of an element.
@@ -1046,7 +1028,7 @@ fn shot_of(r: &protocol::CommandResult) -> (String, String, u32, u32) {
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(imgs[0].0)
         .expect("base64");
-    let (w, h) = decoded_size(&bytes).unwrap_or_else(|| panic!("undecodable image: {text}"));
+    let (w, h) = image_size(&bytes).unwrap_or_else(|| panic!("undecodable image: {text}"));
     (text, imgs[0].1.to_string(), w, h)
 }
 

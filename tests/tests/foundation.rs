@@ -3,7 +3,7 @@
 
 use base64::Engine;
 use browser_operator_e2e::{
-    connected, images, tabs_context, Backend, Browser, BrowserOptions, Result,
+    connected, image_size, images, tabs_context, Backend, Browser, BrowserOptions, Result,
 };
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -82,7 +82,7 @@ async fn a_backend_drives_a_tab_in_the_automation_group() -> Result<()> {
     let jpeg = base64::engine::general_purpose::STANDARD
         .decode(imgs[0].0)
         .expect("base64");
-    let (w, h) = jpeg_size(&jpeg).unwrap_or_else(|| panic!("not a JPEG: {:?}", &jpeg[..8]));
+    let (w, h) = image_size(&jpeg).unwrap_or_else(|| panic!("not a JPEG: {:?}", &jpeg[..8]));
     let viewport = backend.js(tab, "[innerWidth, innerHeight]").await?;
     let viewport: Vec<u32> = serde_json::from_str(&viewport).expect("viewport");
     assert_eq!(vec![w, h], viewport);
@@ -336,24 +336,6 @@ async fn an_idle_connection_keeps_the_worker_alive() -> Result<()> {
     // Commands run again: the automation group and its tab are there.
     backend.first_tab().await?;
     Ok(())
-}
-
-/// Width and height from a JPEG's first SOF marker.
-fn jpeg_size(b: &[u8]) -> Option<(u32, u32)> {
-    if !b.starts_with(&[0xFF, 0xD8]) {
-        return None;
-    }
-    let mut i = 2;
-    while i + 9 < b.len() {
-        let (marker, len) = (b[i + 1], usize::from(b[i + 2]) << 8 | usize::from(b[i + 3]));
-        if (0xC0..=0xC3).contains(&marker) {
-            let h = u32::from(b[i + 5]) << 8 | u32::from(b[i + 6]);
-            let w = u32::from(b[i + 7]) << 8 | u32::from(b[i + 8]);
-            return Some((w, h));
-        }
-        i += 2 + len;
-    }
-    None
 }
 
 /// Options and the popup read the worker's state once as they open; a status written while that
