@@ -11,7 +11,7 @@
 
 use crate::chrome::storage::{self, Area};
 use crate::chrome::{alarms, debugger, tabs};
-use crate::js::{log, now_ms, sleep_ms, with_timeout};
+use crate::js::{log, now_ms, sleep_ms, within};
 use crate::{cdp, group, observers};
 use futures_channel::oneshot;
 use futures_util::future::select;
@@ -205,16 +205,18 @@ pub async fn detach(tab: i32) {
     forget(tab);
     cdp::on_detach(tab);
     observers::idle_detached(tab);
-    match with_timeout(
-        cdp::DEFAULT_TIMEOUT_MS,
-        "detaching the debugger",
-        debugger::detach(tab),
-    )
-    .await
-    {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) if e.contains("not attached") => {}
-        Ok(Err(e)) | Err(e) => log(&format!("detaching the idle tab {tab}: {e}")),
+    let step = "detaching the debugger";
+    let failed = match within(cdp::DEFAULT_TIMEOUT_MS, step, debugger::detach(tab)).await {
+        Ok(Ok(())) => None,
+        Ok(Err(e)) => match cdp::Error::from_chrome(step, e, false) {
+            // Gone already.
+            cdp::Error::Detached { .. } => None,
+            e => Some(e),
+        },
+        Err(t) => Some(t.into()),
+    };
+    if let Some(e) = failed {
+        log(&format!("detaching the idle tab {tab}: {e}"));
     }
     DETACHING.with(|d| d.borrow_mut().remove(&tab));
 }

@@ -79,14 +79,37 @@ pub async fn with_timeout<T>(
     step: &str,
     fut: impl Future<Output = T>,
 ) -> Result<T, String> {
+    within(ms, step, fut).await.map_err(|t| t.to_string())
+}
+
+/// A step that ran past its bound; says which step and the bound.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Timeout {
+    pub step: String,
+    pub ms: u32,
+}
+
+impl std::fmt::Display for Timeout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} timed out after {} s",
+            self.step,
+            f64::from(self.ms) / 1000.0
+        )
+    }
+}
+
+/// [`with_timeout`] with the timeout as a value (for callers that tell it from other errors).
+pub async fn within<T>(ms: u32, step: &str, fut: impl Future<Output = T>) -> Result<T, Timeout> {
     let fut = std::pin::pin!(fut);
     let timer = gloo_timers::future::TimeoutFuture::new(ms);
     match select(fut, timer).await {
         Either::Left((v, _)) => Ok(v),
-        Either::Right(_) => Err(format!(
-            "{step} timed out after {} s",
-            f64::from(ms) / 1000.0
-        )),
+        Either::Right(_) => Err(Timeout {
+            step: step.to_string(),
+            ms,
+        }),
     }
 }
 

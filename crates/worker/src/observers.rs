@@ -171,7 +171,7 @@ async fn start(tab: i32) -> Result<(), String> {
         let enabled =
             cdp::send_with_timeout(tab, &format!("{domain}.enable"), json!({}), BLOCKED_MS).await;
         match enabled {
-            Err(e) if domain == "Page" && e.contains("timed out") && after_idle(tab) => {
+            Err(e @ cdp::Error::Timeout(_)) if domain == "Page" && after_idle(tab) => {
                 // A dialog opened while no debugger was attached blocks the page, and Chrome
                 // reports it only to a debugger that was attached when it opened.
                 with(tab, |r| {
@@ -182,7 +182,7 @@ async fn start(tab: i32) -> Result<(), String> {
                         unknown: true,
                     })
                 });
-                return Err(e);
+                return Err(e.into());
             }
             other => {
                 other?;
@@ -461,18 +461,14 @@ fn handle(r: &mut Recording, method: &str, p: &Value, now: f64) {
         }
         "Runtime.exceptionThrown" => {
             let d = p.get("exceptionDetails").cloned().unwrap_or(Value::Null);
-            let description = s(&d, "/exception/description");
-            let text = match description.lines().next() {
-                Some(first) if !first.is_empty() => format!("Uncaught {first}"),
-                _ => s(&d, "/text"),
-            };
+            let x = cdp::Exception::new(d);
             push_console(
                 r,
                 ConsoleEntry {
                     level: "error".into(),
-                    text,
-                    source: s(&d, "/url"),
-                    line: d.get("lineNumber").and_then(Value::as_i64).map(|l| l + 1),
+                    text: x.uncaught(),
+                    source: x.url().to_string(),
+                    line: x.line(),
                     timestamp: p.get("timestamp").and_then(Value::as_f64).unwrap_or(0.0),
                 },
             );

@@ -263,7 +263,7 @@ fn frame_tree(tree: &Value, session: Option<&str>) -> Vec<Doc> {
 
 /// The execution context of the worker's isolated world in a frame (created on first use), in
 /// the session of `target` (a tab id for the tab's own session).
-pub async fn world(target: impl Into<Target>, frame: &str) -> Result<i64, String> {
+pub async fn world(target: impl Into<Target>, frame: &str) -> Result<i64, cdp::Error> {
     let out = cdp::send_to(
         &target.into(),
         "Page.createIsolatedWorld",
@@ -272,7 +272,7 @@ pub async fn world(target: impl Into<Target>, frame: &str) -> Result<i64, String
     .await?;
     out.get("executionContextId")
         .and_then(Value::as_i64)
-        .ok_or_else(|| "Page.createIsolatedWorld returned no context".to_string())
+        .ok_or_else(|| cdp::Error::Other("Page.createIsolatedWorld returned no context".into()))
 }
 
 /// Calls read_page.js in a world: `op` with `arg`, on `this` = `object` if given.
@@ -283,7 +283,7 @@ pub async fn call_world(
     op: &str,
     arg: Value,
     by_value: bool,
-) -> Result<Value, String> {
+) -> Result<Value, cdp::Error> {
     let arg = json!({ "value": arg });
     call_world_with(&target.into(), context, object, op, arg, by_value).await
 }
@@ -304,7 +304,7 @@ pub async fn call_world_with(
     op: &str,
     arg: Value,
     by_value: bool,
-) -> Result<Value, String> {
+) -> Result<Value, cdp::Error> {
     for source in [WORLD_STUB, WORLD_JS] {
         let mut params = json!({
             "functionDeclaration": source,
@@ -316,16 +316,14 @@ pub async fn call_world_with(
             Some(o) => params["objectId"] = json!(o),
             None => params["executionContextId"] = json!(context),
         }
-        let mut out =
-            cdp::send_to_with_timeout(target, "Runtime.callFunctionOn", params, 20_000).await?;
-        if let Some(e) = out.get("exceptionDetails") {
-            let text = e
-                .pointer("/exception/description")
-                .and_then(Value::as_str)
-                .or_else(|| e.get("text").and_then(Value::as_str))
-                .unwrap_or("an exception");
-            return Err(format!("the page-side walk failed: {text}"));
-        }
+        let out = cdp::send_to_with_timeout(target, "Runtime.callFunctionOn", params, 20_000);
+        let mut out = cdp::thrown(out.await?).map_err(|e| match e {
+            cdp::Error::Exception(x) => cdp::Error::Other(format!(
+                "the page-side walk failed: {}",
+                x.summary().unwrap_or("an exception")
+            )),
+            e => e,
+        })?;
         let result = out
             .get_mut("result")
             .map(Value::take)
@@ -335,7 +333,9 @@ pub async fn call_world_with(
         }
         return Ok(result);
     }
-    Err("the page-side functions could not be installed".into())
+    Err(cdp::Error::Other(
+        "the page-side functions could not be installed".into(),
+    ))
 }
 
 /// `ref_N` (the top document: no number) or `ref_D_N`.
@@ -403,12 +403,9 @@ pub async fn resolve(tab: i32, r: &str) -> Result<Element, String> {
         .find(|live| *live == doc)
         .ok_or_else(|| stale(r, "its page was navigated or reloaded"))?;
     let target = doc.target(tab);
-    let gone = |e: String| {
-        if e.contains(cdp::FRAME_GONE) {
-            stale(r, "its frame was navigated or removed")
-        } else {
-            e
-        }
+    let gone = |e: cdp::Error| match e {
+        cdp::Error::FrameGone { .. } => stale(r, "its frame was navigated or removed"),
+        e => e.to_string(),
     };
     let context = world(&target, &doc.frame).await.map_err(gone)?;
     let out = call_world(&target, context, None, "get", json!(id), false)
@@ -467,7 +464,7 @@ pub async fn point(tab: i32, r: &str) -> Result<(f64, f64), String> {
     }
     let node = json!({"backendNodeId": backend});
     if let Err(e) = cdp::send_to(&target, "DOM.scrollIntoViewIfNeeded", node.clone()).await {
-        if e.contains("No node") || e.contains(cdp::FRAME_GONE) {
+        if e.is_gone() {
             return Err(stale(r, "it was removed from the page"));
         }
     }
@@ -512,7 +509,7 @@ pub async fn box_of(
     )
     .await
     .map_err(|e| {
-        if e.contains("No node") || e.contains("not found") || e.contains(cdp::FRAME_GONE) {
+        if e.is_gone() {
             BoxError::Gone
         } else {
             BoxError::Hidden

@@ -21,9 +21,12 @@ pub async fn tools(tab: i32) -> Result<PageTools, String> {
         json!({"expression": DESCRIBE, "returnByValue": true, "timeout": 2_000}),
     )
     .await?;
-    if out.get("exceptionDetails").is_some() {
-        return Err("Reading the page's tools failed: the page's btcp object threw.".into());
-    }
+    let out = cdp::thrown(out).map_err(|e| match e {
+        cdp::Error::Exception(_) => {
+            "Reading the page's tools failed: the page's btcp object threw.".to_string()
+        }
+        e => e.to_string(),
+    })?;
     let page = match out.pointer("/result/value") {
         Some(Value::String(text)) => PageTools::from_page(text)?,
         _ => PageTools {
@@ -67,24 +70,17 @@ pub async fn invoke(
         timeout_ms + 1_000,
     )
     .await
-    .map_err(|e| {
-        if e.contains("timed out") {
+    .and_then(cdp::thrown)
+    .map_err(|e| match e {
+        cdp::Error::Timeout(_) => {
             format!("{namespace}.{method} did not answer within {} s.", timeout_ms / 1000)
-        } else {
-            e
         }
-    })?;
-    if let Some(d) = out.get("exceptionDetails") {
-        let why = d
-            .pointer("/exception/description")
-            .or_else(|| d.get("text"))
-            .and_then(Value::as_str)
-            .unwrap_or("an exception");
-        return Err(format!(
+        cdp::Error::Exception(x) => format!(
             "Calling {namespace}.{method} failed in the page: {}",
-            why.lines().next().unwrap_or(why)
-        ));
-    }
+            x.first_line().unwrap_or("an exception")
+        ),
+        e => e.to_string(),
+    })?;
     let text = match out.pointer("/result/value") {
         Some(Value::String(t)) => t,
         _ => return Err(format!("Calling {namespace}.{method} failed: the page has no tool registry (reload the page?).")),

@@ -51,15 +51,14 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
         json!({"objectGroup": "browser-operator-refs"}),
     )
     .await;
-    if let Some(e) = out.get("exceptionDetails") {
-        return Err(format!(
+    let out = cdp::thrown(out).map_err(|e| match e {
+        cdp::Error::Exception(x) => format!(
             "Setting {} failed in the page: {}",
             args.target,
-            e.pointer("/exception/description")
-                .and_then(Value::as_str)
-                .unwrap_or("exception")
-        ));
-    }
+            x.description().unwrap_or("exception")
+        ),
+        e => e.to_string(),
+    })?;
     let r = out.pointer("/result/value").cloned().unwrap_or(Value::Null);
     if let Some(e) = r.get("error").and_then(Value::as_str) {
         return Err(format!("{}: {e}", args.target));

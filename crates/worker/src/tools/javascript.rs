@@ -29,14 +29,13 @@ pub struct Args {
 pub async fn run(args: Args) -> Result<ToolResult, String> {
     let tab = args.tab_id;
     let start = crate::js::now_ms();
-    let timed_out = |e: String| {
-        if e.contains("timed out") {
-            format!("The script did not finish within {} s (a promise that never settles, or a dialog open on the page).", EVAL_TIMEOUT_MS / 1000)
-        } else {
-            e
-        }
+    let timed_out = |e: cdp::Error| {
+        match e {
+        cdp::Error::Timeout(_) => format!("The script did not finish within {} s (a promise that never settles, or a dialog open on the page).", EVAL_TIMEOUT_MS / 1000),
+        e => e.to_string(),
+    }
     };
-    let mut out = cdp::send_with_timeout(
+    let out = cdp::send_with_timeout(
         tab,
         "Runtime.evaluate",
         json!({
@@ -54,14 +53,14 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
     // REPL mode awaits top-level `await`, not a promise that is the value of the last
     // expression (`fetch(url)`, `Promise.resolve(5)`): that one is awaited here, within what
     // is left of the same bound.
-    if out.get("exceptionDetails").is_none() {
-        if let Some(promise) = out
-            .pointer("/result/subtype")
-            .filter(|s| s.as_str() == Some("promise"))
-            .and_then(|_| out.pointer("/result/objectId"))
-            .and_then(Value::as_str)
-            .map(str::to_string)
-        {
+    let promise = out
+        .pointer("/result/subtype")
+        .filter(|s| s.as_str() == Some("promise"))
+        .and_then(|_| out.pointer("/result/objectId"))
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let out = match (cdp::thrown(out), promise) {
+        (Ok(_), Some(promise)) => {
             let spent = (crate::js::now_ms() - start).max(0.0) as u32;
             let left = (EVAL_TIMEOUT_MS + 1_000).saturating_sub(spent).max(100);
             let awaited = cdp::send_with_timeout(
@@ -71,25 +70,29 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
                 left,
             )
             .await;
-            out = match awaited {
-                Ok(v) => v,
+            match awaited {
+                Ok(v) => cdp::thrown(v),
                 Err(e) => {
                     release(tab).await;
                     return Err(timed_out(e));
                 }
-            };
+            }
         }
-    }
-    let text = if let Some(details) = out.get("exceptionDetails") {
-        Err(describe_exception(details))
-    } else {
-        Ok(describe_value(tab, out.get("result").unwrap_or(&Value::Null)).await)
+        (out, _) => out,
     };
-    // Objects stay alive in the page until their group is released.
-    if out.pointer("/result/objectId").is_some() || out.get("exceptionDetails").is_some() {
+    let out = match out {
+        Ok(out) => out,
+        Err(e) => {
+            // Objects stay alive in the page until their group is released.
+            release(tab).await;
+            return Err(e.into());
+        }
+    };
+    let text = describe_value(tab, out.get("result").unwrap_or(&Value::Null)).await;
+    if out.pointer("/result/objectId").is_some() {
         release(tab).await;
     }
-    Ok(ToolResult::text(bounded(text?, MAX_OUTPUT_CHARS)))
+    Ok(ToolResult::text(bounded(text, MAX_OUTPUT_CHARS)))
 }
 
 async fn release(tab: i32) {
@@ -99,37 +102,6 @@ async fn release(tab: i32) {
         json!({"objectGroup": GROUP}),
     )
     .await;
-}
-
-fn describe_exception(details: &Value) -> String {
-    let description = details
-        .pointer("/exception/description")
-        .and_then(Value::as_str);
-    // A thrown (or rejected) value that is not an Error: its value after the text.
-    let thrown = details.pointer("/exception/value").filter(|v| !v.is_null());
-    if let (None, Some(v)) = (description, thrown) {
-        let text = details
-            .get("text")
-            .and_then(Value::as_str)
-            .unwrap_or("Uncaught");
-        let v = v.as_str().map_or_else(|| v.to_string(), str::to_string);
-        return format!("{text} {v}");
-    }
-    let message = description
-        .and_then(|d| d.lines().next())
-        .or_else(|| details.get("text").and_then(Value::as_str))
-        .unwrap_or("Uncaught exception");
-    match description.and_then(script_line) {
-        Some(line) => format!("{message} (line {line})"),
-        None => message.to_string(),
-    }
-}
-
-/// The line in the agent's script where the exception was thrown: the first
-/// `<anonymous>:LINE:COL` frame of the stack (the script has no URL of its own).
-fn script_line(stack: &str) -> Option<u32> {
-    let rest = &stack[stack.find("<anonymous>:")? + "<anonymous>:".len()..];
-    rest.split(':').next()?.parse().ok()
 }
 
 /// A CDP RemoteObject as text: primitives as themselves, DOM nodes and errors by their
@@ -179,25 +151,4 @@ async fn as_json(tab: i32, object_id: &str) -> Option<String> {
     out.pointer("/result/value")
         .and_then(Value::as_str)
         .map(str::to_string)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn exceptions_say_message_and_line() {
-        let d = json!({"text": "Uncaught", "lineNumber": 0, "exception": {"description": "ReferenceError: nope is not defined\n    at <anonymous>:2:1"}});
-        assert_eq!(
-            describe_exception(&d),
-            "ReferenceError: nope is not defined (line 2)"
-        );
-        let thrown = json!({"text": "Uncaught", "exception": {"description": "boom"}});
-        assert_eq!(describe_exception(&thrown), "boom");
-        assert_eq!(
-            describe_exception(&json!({"text": "Uncaught SyntaxError: x"})),
-            "Uncaught SyntaxError: x"
-        );
-    }
 }

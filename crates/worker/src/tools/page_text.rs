@@ -30,10 +30,12 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
         json!({"expression": expression, "returnByValue": true, "timeout": 5000}),
     )
     .await?;
-    if out.get("exceptionDetails").is_some() {
-        return Err("Reading the page's text failed (the page threw an exception).".into());
-    }
-    let mut out = out;
+    let mut out = cdp::thrown(out).map_err(|e| match e {
+        cdp::Error::Exception(_) => {
+            "Reading the page's text failed (the page threw an exception).".to_string()
+        }
+        e => e.to_string(),
+    })?;
     let v = out
         .pointer_mut("/result/value")
         .map(Value::take)

@@ -77,9 +77,12 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
     if let Some(e) = v.get("error").and_then(Value::as_str) {
         return Err(e.to_string());
     }
-    if out.get("exceptionDetails").is_some() {
-        return Err("Giving the file to the page failed (the page threw an exception).".into());
-    }
+    cdp::thrown(out).map_err(|e| match e {
+        cdp::Error::Exception(_) => {
+            "Giving the file to the page failed (the page threw an exception).".to_string()
+        }
+        e => e.to_string(),
+    })?;
     Ok(ToolResult::text(format!(
         "Uploaded {} as \"{name}\" ({} bytes, {}) via {}",
         args.image_id,

@@ -32,6 +32,7 @@ async fn key_event(tab: i32, kind: &str, key: &Key, modifiers: u32) -> Result<()
     cdp::send(tab, "Input.dispatchKeyEvent", params)
         .await
         .map(drop)
+        .map_err(String::from)
 }
 
 /// Presses a chord: modifiers down in order, the key down and up, modifiers up in reverse.

@@ -29,6 +29,7 @@ async fn event(tab: i32, params: serde_json::Value) -> Result<(), String> {
     cdp::send(tab, "Input.dispatchMouseEvent", params)
         .await
         .map(drop)
+        .map_err(String::from)
 }
 
 pub async fn move_to(tab: i32, x: f64, y: f64, buttons: u32, modifiers: u32) -> Result<(), String> {

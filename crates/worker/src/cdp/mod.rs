@@ -4,8 +4,12 @@
 //! attaches, kept here from `Target.attachedToTarget`/`detachedFromTarget` events, and reached
 //! through `send_to` with a `Target` naming the session. `idle` detaches tabs nobody uses.
 
+mod error;
+
+pub use error::{thrown, Error, Exception};
+
 use crate::chrome::debugger;
-use crate::js::{sleep_ms, with_timeout};
+use crate::js::{sleep_ms, within};
 use crate::observers;
 use futures_util::future::{select, Either};
 use serde_json::{json, Value};
@@ -20,7 +24,7 @@ thread_local! {
     static CHILDREN: RefCell<HashMap<i32, Vec<Child>>> = RefCell::new(HashMap::new());
 }
 
-async fn ensure_attached(tab_id: i32) -> Result<(), String> {
+async fn ensure_attached(tab_id: i32) -> Result<(), Error> {
     // An idle detach under way finishes first; this command then attaches again.
     crate::idle::settled(tab_id).await;
     if ATTACHED.with(|a| a.borrow().contains(&tab_id)) {
@@ -29,19 +33,17 @@ async fn ensure_attached(tab_id: i32) -> Result<(), String> {
         return Ok(());
     }
     // Never attach to a page outside the boundary (the extension's own, browser pages, files).
-    crate::boundary::check_now(tab_id).await?;
+    crate::boundary::check_now(tab_id)
+        .await
+        .map_err(Error::Refused)?;
     let bar_shown = ATTACHED.with(|a| !a.borrow().is_empty());
     let attach_started = crate::js::now_ms();
-    let restarted = match with_timeout(DEFAULT_TIMEOUT_MS, "attaching the debugger", debugger::attach(tab_id)).await? {
+    let attach = debugger::attach(tab_id);
+    let restarted = match within(DEFAULT_TIMEOUT_MS, "attaching the debugger", attach).await? {
         Ok(()) => false,
         // Still attached from before a worker restart: the session is ours.
-        Err(e) if e.contains("already attached") => true,
-        Err(e) if e.contains("Cannot access") || e.contains("Cannot attach") => {
-            return Err(format!(
-                "The debugger can't attach to tab {tab_id} ({e}). Pages such as chrome://, the Chrome Web Store and other extensions can't be automated: navigate the tab to a web page first."
-            ))
-        }
-        Err(e) => return Err(format!("Attaching the debugger to tab {tab_id} failed: {e}")),
+        Err(e) if Error::already_attached(&e) => true,
+        Err(e) => return Err(Error::from_attach(tab_id, e)),
     };
     ATTACHED.with(|a| a.borrow_mut().insert(tab_id));
     crate::idle::attached(tab_id);
@@ -66,7 +68,7 @@ pub fn on_detach(tab_id: i32) {
     CHILDREN.with(|c| c.borrow_mut().remove(&tab_id));
 }
 
-pub async fn send(tab_id: i32, method: &str, params: Value) -> Result<Value, String> {
+pub async fn send(tab_id: i32, method: &str, params: Value) -> Result<Value, Error> {
     send_with_timeout(tab_id, method, params, DEFAULT_TIMEOUT_MS).await
 }
 
@@ -75,30 +77,30 @@ pub async fn send_with_timeout(
     method: &str,
     params: Value,
     timeout_ms: u32,
-) -> Result<Value, String> {
+) -> Result<Value, Error> {
     crate::idle::touch(tab_id);
     ensure_attached(tab_id).await?;
-    crate::boundary::check_known(tab_id)?;
-    let result = with_timeout(
+    crate::boundary::check_known(tab_id).map_err(Error::Refused)?;
+    let result = within(
         timeout_ms,
         method,
         unless_dialog(tab_id, None, method, &params),
     )
     .await?;
     match result {
-        Err(e) if e.contains("not attached") || e.contains("Detached") => {
+        Err(Error::Detached { .. }) => {
             // Chrome dropped the session behind our back: attach again once and retry.
             on_detach(tab_id);
             ensure_attached(tab_id).await?;
-            with_timeout(
+            within(
                 timeout_ms,
                 method,
                 debugger::send_command(tab_id, method, &params),
             )
             .await?
-            .map_err(|e| format!("{method}: {e}"))
+            .map_err(|e| Error::from_chrome(method, e, false))
         }
-        other => other.map_err(|e| format!("{method}: {e}")),
+        other => other,
     }
 }
 
@@ -110,8 +112,13 @@ async fn unless_dialog(
     session: Option<&str>,
     method: &str,
     params: &Value,
-) -> Result<Value, String> {
-    let call = std::pin::pin!(debugger::send_command_in(tab_id, session, method, params));
+) -> Result<Value, Error> {
+    let child = session.is_some();
+    let call = std::pin::pin!(async {
+        debugger::send_command_in(tab_id, session, method, params)
+            .await
+            .map_err(|e| Error::from_chrome(method, e, child))
+    });
     if observers::open_dialog(tab_id).is_some() {
         return call.await;
     }
@@ -126,10 +133,11 @@ async fn unless_dialog(
     match select(call, watch).await {
         Either::Left((r, _)) => r,
         Either::Right((_, _)) if method.starts_with("Input.") => Ok(Value::Null),
-        Either::Right((d, _)) => Err(format!(
-            "a JavaScript {} dialog opened (\"{}\"); answer it with handle_dialog",
-            d.kind, d.message
-        )),
+        Either::Right((d, _)) => Err(Error::Dialog {
+            method: method.to_string(),
+            kind: d.kind,
+            message: d.message,
+        }),
     }
 }
 
@@ -153,10 +161,6 @@ impl From<&Target> for Target {
     }
 }
 
-/// In the error of a command sent to a child session that no longer exists (its frame navigated
-/// to another process or was removed).
-pub const FRAME_GONE: &str = "the frame's debugger session is gone";
-
 /// A child session: an out-of-process iframe of the tab.
 struct Child {
     session: String,
@@ -167,7 +171,7 @@ struct Child {
 }
 
 /// `send` to a tab's session or one of its child sessions.
-pub async fn send_to(target: &Target, method: &str, params: Value) -> Result<Value, String> {
+pub async fn send_to(target: &Target, method: &str, params: Value) -> Result<Value, Error> {
     send_to_with_timeout(target, method, params, DEFAULT_TIMEOUT_MS).await
 }
 
@@ -176,27 +180,23 @@ pub async fn send_to_with_timeout(
     method: &str,
     params: Value,
     timeout_ms: u32,
-) -> Result<Value, String> {
+) -> Result<Value, Error> {
     let Some(session) = target.session.as_deref() else {
         return send_with_timeout(target.tab, method, params, timeout_ms).await;
     };
     crate::idle::touch(target.tab);
     ensure_attached(target.tab).await?;
-    crate::boundary::check_known(target.tab)?;
-    let out = with_timeout(
+    crate::boundary::check_known(target.tab).map_err(Error::Refused)?;
+    let out = within(
         timeout_ms,
         method,
         unless_dialog(target.tab, Some(session), method, &params),
     )
     .await?;
-    out.map_err(|e| {
-        if e.contains("Session with given id not found") || e.contains("not attached") {
-            forget_child(target.tab, session);
-            format!("{method}: {FRAME_GONE}")
-        } else {
-            format!("{method}: {e}")
-        }
-    })
+    if let Err(Error::FrameGone { .. }) = out {
+        forget_child(target.tab, session);
+    }
+    out
 }
 
 /// Asks Chrome to attach the tab's out-of-process iframes as child sessions (and to report them
@@ -206,7 +206,7 @@ async fn auto_attach(tab: i32, restarted: bool) {
     let known = CHILDREN.with(|c| c.borrow().get(&tab).is_some_and(|v| !v.is_empty()));
     if restarted && !known {
         let off = json!({"autoAttach": false, "waitForDebuggerOnStart": false, "flatten": true});
-        let _ = with_timeout(
+        let _ = within(
             DEFAULT_TIMEOUT_MS,
             "Target.setAutoAttach",
             debugger::send_command(tab, "Target.setAutoAttach", &off),
@@ -214,17 +214,20 @@ async fn auto_attach(tab: i32, restarted: bool) {
         .await;
     }
     let on = auto_attach_params();
-    let out = with_timeout(
+    let out = within(
         DEFAULT_TIMEOUT_MS,
         "Target.setAutoAttach",
         debugger::send_command(tab, "Target.setAutoAttach", &on),
     )
     .await;
-    if let Err(e) | Ok(Err(e)) = out {
-        crate::js::log(&format!(
-            "tab {tab}: out-of-process iframes will not be read ({e})"
-        ));
-    }
+    let failed = match out {
+        Ok(Ok(_)) => return,
+        Ok(Err(e)) => e,
+        Err(t) => t.to_string(),
+    };
+    crate::js::log(&format!(
+        "tab {tab}: out-of-process iframes will not be read ({failed})"
+    ));
 }
 
 fn auto_attach_params() -> Value {
