@@ -84,7 +84,7 @@ pub fn current(tab: &Tab) -> bool {
     let Some(id) = tab.id else {
         return false;
     };
-    crate::observers::recording(id)
+    crate::cdp::record::recording(id)
         && with(|k| k.main_frame.contains_key(&id) && !k.refused.contains_key(&id))
         && refusal(tab).is_none()
 }
@@ -111,7 +111,7 @@ pub async fn after_command(tab_id: i32) -> Option<String> {
 /// Detaches the debugger from a tab that shows a refused page.
 async fn leave(tab_id: i32) {
     if crate::cdp::is_attached(tab_id) {
-        crate::idle::detach(tab_id).await;
+        crate::cdp::idle::detach(tab_id).await;
     }
     with(|k| k.main_frame.remove(&tab_id));
 }

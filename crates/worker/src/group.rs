@@ -208,7 +208,7 @@ async fn valid_ids(group: Option<i32>) -> Result<String, String> {
 pub async fn adopt(tab_id: i32, opener: i32) -> Result<(), String> {
     let mut opened = false;
     for _ in 0..20 {
-        if crate::observers::opened_window_within(opener, 3_000.0) {
+        if crate::cdp::record::opened_window_within(opener, 3_000.0) {
             opened = true;
             break;
         }
@@ -224,5 +224,6 @@ pub async fn adopt(tab_id: i32, opener: i32) -> Result<(), String> {
         return Ok(());
     }
     tabs::group(&[tab_id], GroupTarget::Existing(group_id)).await?;
-    crate::observers::observe(tab_id).await
+    crate::cdp::record::observe(tab_id).await?;
+    Ok(())
 }

@@ -9,9 +9,8 @@ mod chrome;
 mod coords;
 mod debugging_bar;
 mod group;
-mod idle;
 mod js;
-mod observers;
+mod lifetime;
 mod pages;
 mod pairing;
 mod refs;
@@ -28,7 +27,7 @@ use wasm_bindgen_futures::spawn_local;
 pub fn boot() {
     spawn_local(session::resume());
     // Group tabs still attached from before a restart are recorded again at once.
-    spawn_local(observers::resume());
+    spawn_local(lifetime::resume());
 }
 
 /// A `chrome.alarms` alarm: the backstop that reconnects after Chrome stopped the worker.
@@ -37,15 +36,15 @@ pub fn on_alarm(name: String) {
     if name == session::ALARM {
         spawn_local(session::resume());
     }
-    if name == idle::ALARM {
-        spawn_local(idle::on_alarm());
+    if name == cdp::idle::ALARM {
+        spawn_local(lifetime::idle_alarm());
     }
 }
 
 /// `chrome.storage.onChanged` for the debugger's idle period: applied at once.
 #[wasm_bindgen(js_name = onIdleSettingChanged)]
 pub fn on_idle_setting_changed() {
-    idle::setting_changed();
+    cdp::idle::setting_changed();
 }
 
 /// `chrome.debugger.onDetach`: forget the session so the next command attaches again.
@@ -56,8 +55,8 @@ pub fn on_debugger_detach(source: JsValue) {
         .and_then(|v| v.as_f64());
     if let Some(tab) = tab {
         cdp::on_detach(tab as i32);
-        observers::on_detach(tab as i32);
-        idle::forget(tab as i32);
+        cdp::record::on_detach(tab as i32);
+        cdp::idle::forget(tab as i32);
     }
 }
 
@@ -73,7 +72,7 @@ pub fn on_debugger_event(source: JsValue, method: String, params: JsValue) {
         .and_then(|v| v.as_string());
     let params = js::json_of(&params).unwrap_or(serde_json::Value::Null);
     boundary::on_event(tab as i32, session.as_deref(), &method, &params);
-    observers::on_event(tab as i32, session.as_deref(), &method, &params);
+    cdp::record::on_event(tab as i32, session.as_deref(), &method, &params);
 }
 
 /// `chrome.tabs.onCreated`: a tab opened by a group tab (window.open, target=_blank) joins the
@@ -100,7 +99,7 @@ pub fn on_tab_created(tab: JsValue) {
 /// recorded from now on; one that leaves it is no longer watched.
 #[wasm_bindgen(js_name = onTabGroupChanged)]
 pub fn on_tab_group_changed(tab: i32, group: i32) {
-    spawn_local(observers::group_changed(tab, group));
+    spawn_local(lifetime::group_changed(tab, group));
 }
 
 /// `chrome.tabs.onUpdated` of a tab that is or was in a group, with the tab as it is now: the
@@ -125,12 +124,12 @@ pub fn on_tab_removed(tab: i32) {
     group::tab_gone(tab);
     refs::forget(tab);
     boundary::forget(tab);
-    observers::forget(tab);
+    cdp::record::forget(tab);
     tools::computer::screenshot::forget(tab);
     coords::forget(tab);
     tools::read_page::forget(tab);
     cdp::on_detach(tab);
-    idle::forget(tab);
+    cdp::idle::forget(tab);
 }
 
 /// `chrome.runtime.onMessage`: requests from the extension's own pages (Options). The answer

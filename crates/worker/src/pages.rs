@@ -50,7 +50,7 @@ struct State {
     version: String,
     product_name: String,
     group_title: String,
-    settings: crate::idle::Settings,
+    settings: crate::cdp::idle::Settings,
 }
 
 #[derive(Serialize)]
@@ -144,7 +144,7 @@ pub async fn handle(message: JsValue, sender: JsValue) -> JsValue {
                 version: crate::chrome::runtime::version(),
                 product_name: crate::brand::brand().product_name,
                 group_title: crate::brand::brand().group_title,
-                settings: crate::idle::settings().await,
+                settings: crate::cdp::idle::settings().await,
             };
             to_js(&state).unwrap_or(JsValue::NULL)
         }
@@ -199,7 +199,7 @@ pub async fn handle(message: JsValue, sender: JsValue) -> JsValue {
             reply(Ok(()))
         }
         Request::SaveSettings { idle_minutes } => reply(
-            crate::idle::save(idle_minutes)
+            crate::cdp::idle::save(idle_minutes)
                 .await
                 .map_err(|message| ConfigError {
                     field: "idleMinutes",

@@ -1,32 +1,35 @@
-//! Debugger sessions on group tabs: attach on first use, every CDP call bounded in time. A tab's
-//! out-of-process iframes (frames of another site, in another renderer) are child sessions of
-//! the tab's session: auto-attached (`Target.setAutoAttach`, flattened) whenever the debugger
-//! attaches, kept here from `Target.attachedToTarget`/`detachedFromTarget` events, and reached
-//! through `send_to` with a `Target` naming the session. `idle` detaches tabs nobody uses.
+//! The worker's use of the Chrome DevTools Protocol: debugger sessions on group tabs, attached on
+//! first use, every call bounded in time and failing with one typed [`Error`]. A tab's
+//! out-of-process iframes are child sessions (`children`), reached through [`send_to`] with a
+//! [`Target`] naming the session. `idle` detaches tabs nobody uses; `record` keeps what the tabs
+//! do, fed typed `events`. Nothing here calls up into the group or the tools.
 
+pub mod children;
 mod error;
+pub mod events;
+pub mod idle;
+pub mod record;
 
+pub use children::{child_sessions, embedder, session_of_frame};
 pub use error::{thrown, Error, Exception};
 
 use crate::chrome::debugger;
 use crate::js::{sleep_ms, within};
-use crate::observers;
 use futures_util::future::{select, Either};
 use serde_json::{json, Value};
 use std::cell::RefCell;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 /// Bound for one CDP call unless the caller gives its own.
 pub const DEFAULT_TIMEOUT_MS: u32 = 10_000;
 
 thread_local! {
     static ATTACHED: RefCell<HashSet<i32>> = RefCell::new(HashSet::new());
-    static CHILDREN: RefCell<HashMap<i32, Vec<Child>>> = RefCell::new(HashMap::new());
 }
 
 async fn ensure_attached(tab_id: i32) -> Result<(), Error> {
     // An idle detach under way finishes first; this command then attaches again.
-    crate::idle::settled(tab_id).await;
+    idle::settled(tab_id).await;
     if ATTACHED.with(|a| a.borrow().contains(&tab_id)) {
         // Another caller's attach may still be settling the viewport.
         crate::debugging_bar::settled(tab_id).await;
@@ -46,7 +49,7 @@ async fn ensure_attached(tab_id: i32) -> Result<(), Error> {
         Err(e) => return Err(Error::from_attach(tab_id, e)),
     };
     ATTACHED.with(|a| a.borrow_mut().insert(tab_id));
-    crate::idle::attached(tab_id);
+    idle::attached(tab_id);
     auto_attach(tab_id, restarted).await;
     // The first look must not measure a layout that Chrome's debugging bar is about to move.
     crate::debugging_bar::after_attach(tab_id, bar_shown || restarted, attach_started).await;
@@ -65,7 +68,7 @@ pub fn on_detach(tab_id: i32) {
     }) {
         crate::debugging_bar::all_detached();
     }
-    CHILDREN.with(|c| c.borrow_mut().remove(&tab_id));
+    children::forget_tab(tab_id);
 }
 
 pub async fn send(tab_id: i32, method: &str, params: Value) -> Result<Value, Error> {
@@ -78,7 +81,7 @@ pub async fn send_with_timeout(
     params: Value,
     timeout_ms: u32,
 ) -> Result<Value, Error> {
-    crate::idle::touch(tab_id);
+    idle::touch(tab_id);
     ensure_attached(tab_id).await?;
     crate::boundary::check_known(tab_id).map_err(Error::Refused)?;
     let result = within(
@@ -119,13 +122,13 @@ async fn unless_dialog(
             .await
             .map_err(|e| Error::from_chrome(method, e, child))
     });
-    if observers::open_dialog(tab_id).is_some() {
+    if record::open_dialog(tab_id).is_some() {
         return call.await;
     }
     let watch = std::pin::pin!(async {
         loop {
             sleep_ms(25).await;
-            if let Some(d) = observers::open_dialog(tab_id) {
+            if let Some(d) = record::open_dialog(tab_id) {
                 return d;
             }
         }
@@ -161,15 +164,6 @@ impl From<&Target> for Target {
     }
 }
 
-/// A child session: an out-of-process iframe of the tab.
-struct Child {
-    session: String,
-    /// The iframe's frame id (its target id).
-    frame: String,
-    /// The session that embeds it (`None`: the tab's own).
-    parent: Option<String>,
-}
-
 /// `send` to a tab's session or one of its child sessions.
 pub async fn send_to(target: &Target, method: &str, params: Value) -> Result<Value, Error> {
     send_to_with_timeout(target, method, params, DEFAULT_TIMEOUT_MS).await
@@ -184,7 +178,7 @@ pub async fn send_to_with_timeout(
     let Some(session) = target.session.as_deref() else {
         return send_with_timeout(target.tab, method, params, timeout_ms).await;
     };
-    crate::idle::touch(target.tab);
+    idle::touch(target.tab);
     ensure_attached(target.tab).await?;
     crate::boundary::check_known(target.tab).map_err(Error::Refused)?;
     let out = within(
@@ -194,7 +188,7 @@ pub async fn send_to_with_timeout(
     )
     .await?;
     if let Err(Error::FrameGone { .. }) = out {
-        forget_child(target.tab, session);
+        children::forget(target.tab, session);
     }
     out
 }
@@ -203,7 +197,7 @@ pub async fn send_to_with_timeout(
 /// with `Target.attachedToTarget`). After a worker restart the children attached before are not
 /// reported again, so auto-attach is switched off (which detaches them) and on again.
 async fn auto_attach(tab: i32, restarted: bool) {
-    let known = CHILDREN.with(|c| c.borrow().get(&tab).is_some_and(|v| !v.is_empty()));
+    let known = children::known(tab);
     if restarted && !known {
         let off = json!({"autoAttach": false, "waitForDebuggerOnStart": false, "flatten": true});
         let _ = within(
@@ -213,7 +207,7 @@ async fn auto_attach(tab: i32, restarted: bool) {
         )
         .await;
     }
-    let on = auto_attach_params();
+    let on = children::auto_attach_params();
     let out = within(
         DEFAULT_TIMEOUT_MS,
         "Target.setAutoAttach",
@@ -228,122 +222,4 @@ async fn auto_attach(tab: i32, restarted: bool) {
     crate::js::log(&format!(
         "tab {tab}: out-of-process iframes will not be read ({failed})"
     ));
-}
-
-fn auto_attach_params() -> Value {
-    json!({
-        "autoAttach": true,
-        "waitForDebuggerOnStart": false,
-        "flatten": true,
-        "filter": [{"type": "iframe"}],
-    })
-}
-
-/// `Target.attachedToTarget` / `Target.detachedFromTarget` from the tab's session or, for nested
-/// iframes, from a child session (`from`). Returns the child session that just attached.
-pub fn on_target_event(tab: i32, from: Option<&str>, method: &str, p: &Value) -> Option<Target> {
-    let text = |ptr: &str| p.pointer(ptr).and_then(Value::as_str).map(str::to_string);
-    match method {
-        "Target.attachedToTarget" => {
-            if text("/targetInfo/type").as_deref() != Some("iframe") {
-                return None;
-            }
-            let (Some(session), Some(frame)) = (text("/sessionId"), text("/targetInfo/targetId"))
-            else {
-                return None;
-            };
-            CHILDREN.with(|c| {
-                let mut c = c.borrow_mut();
-                let list = c.entry(tab).or_default();
-                list.retain(|k| k.frame != frame && k.session != session);
-                list.push(Child {
-                    session: session.clone(),
-                    frame,
-                    parent: from.map(str::to_string),
-                });
-            });
-            // Its own out-of-process iframes (nested sites) are its children.
-            let child = Target {
-                tab,
-                session: Some(session),
-            };
-            let nested = child.clone();
-            wasm_bindgen_futures::spawn_local(async move {
-                let _ = send_to(&nested, "Target.setAutoAttach", auto_attach_params()).await;
-            });
-            Some(child)
-        }
-        "Target.detachedFromTarget" => {
-            if let Some(session) = text("/sessionId") {
-                forget_child(tab, &session);
-            }
-            None
-        }
-        _ => None,
-    }
-}
-
-/// Drops a child session and the sessions nested in it.
-fn forget_child(tab: i32, session: &str) {
-    CHILDREN.with(|c| {
-        let mut c = c.borrow_mut();
-        let Some(list) = c.get_mut(&tab) else { return };
-        let mut gone = vec![session.to_string()];
-        while let Some(s) = gone.pop() {
-            list.retain(|k| {
-                if k.session == s {
-                    return false;
-                }
-                if k.parent.as_deref() == Some(s.as_str()) {
-                    gone.push(k.session.clone());
-                }
-                true
-            });
-        }
-    });
-}
-
-/// The tab's child sessions, in the order they were attached (parents before their children).
-pub fn child_sessions(tab: i32) -> Vec<Target> {
-    CHILDREN.with(|c| {
-        c.borrow()
-            .get(&tab)
-            .map(|list| {
-                list.iter()
-                    .map(|k| Target {
-                        tab,
-                        session: Some(k.session.clone()),
-                    })
-                    .collect()
-            })
-            .unwrap_or_default()
-    })
-}
-
-/// For a child session: the session that embeds it and the id of its frame there.
-pub fn embedder(target: &Target) -> Option<(Target, String)> {
-    let session = target.session.as_deref()?;
-    CHILDREN.with(|c| {
-        let c = c.borrow();
-        let k = c.get(&target.tab)?.iter().find(|k| k.session == session)?;
-        Some((
-            Target {
-                tab: target.tab,
-                session: k.parent.clone(),
-            },
-            k.frame.clone(),
-        ))
-    })
-}
-
-/// The child session of an out-of-process iframe, by its frame id.
-pub fn session_of_frame(tab: i32, frame: &str) -> Option<Target> {
-    CHILDREN.with(|c| {
-        let c = c.borrow();
-        let k = c.get(&tab)?.iter().find(|k| k.frame == frame)?;
-        Some(Target {
-            tab,
-            session: Some(k.session.clone()),
-        })
-    })
 }

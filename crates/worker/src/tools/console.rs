@@ -1,7 +1,7 @@
 //! read_console_messages: the console messages and uncaught exceptions a group tab produced
 //! since it joined the group (recorded by `observers`).
 
-use crate::observers;
+use crate::cdp::record as observers;
 use crate::tools::{typed, Access, Tool};
 use protocol::ToolResult;
 use serde::Deserialize;

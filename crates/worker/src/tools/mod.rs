@@ -20,7 +20,8 @@ mod tabs;
 mod upload;
 mod window;
 
-use crate::{boundary, btcp, cdp, group, observers};
+use crate::cdp::{self, idle, record};
+use crate::{boundary, btcp, group};
 use protocol::{schema, ToolResult};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
@@ -123,20 +124,20 @@ pub async fn dispatch(name: &str, args: Map<String, Value>) -> Outcome {
     if let Err(e) = boundary::check(&tab) {
         if !access.leaves(&args) {
             if cdp::is_attached(tab_id) {
-                crate::idle::detach(tab_id).await;
+                idle::detach(tab_id).await;
             }
             return Err(e);
         }
         return with_boundary_note(tab_id, (tool.run)(args).await).await;
     }
     // The tab is in use until the command ends: no idle detach meanwhile.
-    let _busy = crate::idle::busy(tab_id);
+    let _busy = idle::busy(tab_id);
     // A group tab found here is recorded from now on (console, network, dialogs).
-    if let Err(e) = observers::observe(tab_id).await {
+    if let Err(e) = record::observe(tab_id).await {
         crate::js::log(&format!("recording tab {tab_id}: {e}"));
     }
     // An open dialog blocks the page: say so instead of waiting for a timeout.
-    if let (Some(d), false) = (observers::open_dialog(tab_id), tool.during_dialog) {
+    if let (Some(d), false) = (record::open_dialog(tab_id), tool.during_dialog) {
         let note = dialog_note(tab_id, &d);
         return Err(format!("{note} Answer it with handle_dialog first."));
     }
@@ -176,7 +177,7 @@ async fn group_tab(args: &Map<String, Value>) -> Result<crate::chrome::tabs::Tab
 
 /// A dialog open when the command ends is said with its answer.
 fn with_dialog_note(tab_id: i32, result: Outcome) -> Outcome {
-    let Some(d) = observers::open_dialog(tab_id) else {
+    let Some(d) = record::open_dialog(tab_id) else {
         return result;
     };
     let note = dialog_note(tab_id, &d);
@@ -205,7 +206,7 @@ async fn with_boundary_note(tab_id: i32, result: Outcome) -> Outcome {
     }
 }
 
-fn dialog_note(tab: i32, d: &observers::Dialog) -> String {
+fn dialog_note(tab: i32, d: &record::Dialog) -> String {
     if d.unknown {
         return format!(
             "Tab {tab} does not respond: most likely a JavaScript dialog opened while the debugger was detached from the idle tab (Chrome does not report such a dialog to a debugger that attaches later, so its text is unknown and it can only be dismissed)."

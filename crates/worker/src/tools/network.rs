@@ -2,7 +2,7 @@
 //! `observers`; cleared when the page moves to another site), with the times the debugger was
 //! detached from the idle tab said in place, filled from the page's resource timing.
 
-use crate::observers::{self, Gap, Request};
+use crate::cdp::record::{self as observers, Gap, Request};
 use crate::tools::{typed, Access, Tool};
 use protocol::ToolResult;
 use serde::Deserialize;

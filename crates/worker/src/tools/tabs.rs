@@ -127,7 +127,7 @@ const CLOSE_BOUND_MS: u32 = 10_000;
 pub async fn close(args: CloseArgs) -> Result<ToolResult, String> {
     // A debugger attached to a page that no longer answers keeps Chrome from closing it.
     if crate::cdp::is_attached(args.tab_id) {
-        crate::idle::detach(args.tab_id).await;
+        crate::cdp::idle::detach(args.tab_id).await;
     }
     crate::js::with_timeout(
         CLOSE_BOUND_MS,
@@ -147,7 +147,7 @@ pub async fn close(args: CloseArgs) -> Result<ToolResult, String> {
 
 /// A tab that joins the group is recorded (console, network) from this moment.
 async fn record(tab: i32) {
-    if let Err(e) = crate::observers::observe(tab).await {
+    if let Err(e) = crate::cdp::record::observe(tab).await {
         crate::js::log(&format!("recording tab {tab}: {e}"));
     }
 }

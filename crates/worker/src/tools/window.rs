@@ -3,9 +3,9 @@
 //! device-metrics override is involved: see screenshot's one-capture-at-a-time).
 
 use crate::cdp;
+use crate::cdp::record as observers;
 use crate::chrome::tabs::{self, CreateProperties, UpdateProperties};
 use crate::chrome::windows;
-use crate::observers;
 use crate::tools::{typed, Access, Tool};
 use protocol::ToolResult;
 use serde::Deserialize;
@@ -68,7 +68,7 @@ pub async fn handle_dialog(args: DialogArgs) -> Result<ToolResult, String> {
 /// blank tab of its window, shown again, and the page must answer once more.
 async fn dismiss_unseen(tab_id: i32, accept: bool) -> Result<ToolResult, String> {
     // Chrome does not dismiss the dialog of a hidden tab while a debugger is attached to it.
-    crate::idle::detach(tab_id).await;
+    crate::cdp::idle::detach(tab_id).await;
     let tab = tabs::get(tab_id).await?;
     let show = UpdateProperties {
         url: None,

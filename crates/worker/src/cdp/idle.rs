@@ -9,10 +9,10 @@
 //! After a restart anyway, the `debugger-idle` alarm wakes the worker, which finds the group tabs
 //! still attached and starts their clock again (detached one idle period later).
 
+use crate::cdp::{self, record};
 use crate::chrome::storage::{self, Area};
-use crate::chrome::{alarms, debugger, tabs};
+use crate::chrome::{alarms, debugger};
 use crate::js::{log, now_ms, sleep_ms, within};
-use crate::{cdp, group, observers};
 use futures_channel::oneshot;
 use futures_util::future::select;
 use serde::{Deserialize, Serialize};
@@ -182,7 +182,7 @@ async fn detach_idle(period: f64) -> f64 {
             next = next.min(due);
             continue;
         }
-        if observers::open_dialog(tab).is_some() || observers::downloading(tab) {
+        if record::open_dialog(tab).is_some() || record::downloading(tab) {
             next = next.min(period);
             continue;
         }
@@ -204,7 +204,7 @@ pub async fn detach(tab: i32) {
     DETACHING.with(|d| d.borrow_mut().insert(tab));
     forget(tab);
     cdp::on_detach(tab);
-    observers::idle_detached(tab);
+    record::idle_detached(tab);
     let step = "detaching the debugger";
     let failed = match within(cdp::DEFAULT_TIMEOUT_MS, step, debugger::detach(tab)).await {
         Ok(Ok(())) => None,
@@ -221,38 +221,24 @@ pub async fn detach(tab: i32) {
     DETACHING.with(|d| d.borrow_mut().remove(&tab));
 }
 
-/// The alarm fired: a worker that restarted while group tabs stayed attached does not know
-/// them; their idle clock starts now.
-pub async fn on_alarm() {
-    if WATCHING.with(Cell::get) {
-        return;
-    }
-    let Ok(Some(group_id)) = group::find().await else {
-        let _ = alarms::clear(ALARM).await;
-        return;
-    };
-    let in_group: HashSet<i32> = group::tabs_of(group_id)
-        .await
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|t: tabs::Tab| t.id)
-        .collect();
-    let attached = debugger::attached_tabs().await.unwrap_or_default();
-    let found: Vec<i32> = attached
-        .into_iter()
-        .filter(|t| in_group.contains(t))
-        .collect();
-    if found.is_empty() {
-        let _ = alarms::clear(ALARM).await;
-        return;
-    }
-    for tab in found {
-        attached_after_restart(tab);
-    }
+/// True while the watch runs (it knows the attached tabs).
+pub fn watching() -> bool {
+    WATCHING.with(Cell::get)
 }
 
-fn attached_after_restart(tab: i32) {
+/// No tab to watch: the backstop alarm goes.
+pub async fn stop_alarm() {
+    let _ = alarms::clear(ALARM).await;
+}
+
+/// A group tab found attached after a worker restart: its idle clock starts now.
+pub fn attached_after_restart(tab: i32) {
     if !TABS.with(|t| t.borrow().contains_key(&tab)) {
         attached(tab);
     }
+}
+
+/// The tabs whose use is on record.
+pub fn tabs() -> Vec<i32> {
+    TABS.with(|t| t.borrow().keys().copied().collect())
 }

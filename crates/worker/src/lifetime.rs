@@ -1,0 +1,72 @@
+//! A group tab's lifetime, as the worker sees it: it joins the automation group (recorded from
+//! then), it is found again after a worker restart (recorded again, its idle clock restarted),
+//! and it leaves the group or closes.
+
+use crate::cdp::{self, idle, record};
+use crate::chrome::debugger;
+use crate::{group, js};
+use std::collections::HashSet;
+
+/// A tab's group changed (`chrome.tabs.onUpdated`): joining the automation group starts its
+/// recording now, not at its first command; leaving it detaches and forgets the recording.
+pub async fn group_changed(tab: i32, group: i32) {
+    let Ok(Some(ours)) = group::find().await else {
+        return;
+    };
+    if group == ours {
+        if let Err(e) = record::observe(tab).await {
+            js::log(&format!("recording tab {tab}, which joined the group: {e}"));
+        }
+    } else if cdp::is_attached(tab) {
+        idle::detach(tab).await;
+        record::forget(tab);
+    }
+}
+
+/// At worker start: the group's tabs that the debugger is still attached to (a restart while
+/// they were recorded) are recorded again at once (console messages Chrome holds are replayed,
+/// the idle clock starts). Tabs detached for idleness stay so until a command.
+pub async fn resume() {
+    let Ok(Some(group)) = group::find().await else {
+        return;
+    };
+    let attached = debugger::attached_tabs().await.unwrap_or_default();
+    for t in group::tabs_of(group).await.unwrap_or_default() {
+        let Some(id) = t.id.filter(|id| attached.contains(id)) else {
+            continue;
+        };
+        if let Err(e) = record::observe(id).await {
+            js::log(&format!("recording tab {id} again after a restart: {e}"));
+        }
+    }
+}
+
+/// The idle alarm fired: a worker that restarted while group tabs stayed attached does not know
+/// them; their idle clock starts now.
+pub async fn idle_alarm() {
+    if idle::watching() {
+        return;
+    }
+    let Ok(Some(group_id)) = group::find().await else {
+        idle::stop_alarm().await;
+        return;
+    };
+    let in_group: HashSet<i32> = group::tabs_of(group_id)
+        .await
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|t| t.id)
+        .collect();
+    let attached = debugger::attached_tabs().await.unwrap_or_default();
+    let found: Vec<i32> = attached
+        .into_iter()
+        .filter(|t| in_group.contains(t))
+        .collect();
+    if found.is_empty() {
+        idle::stop_alarm().await;
+        return;
+    }
+    for tab in found {
+        idle::attached_after_restart(tab);
+    }
+}
