@@ -6,14 +6,14 @@ mod brand;
 mod btcp;
 mod cdp;
 mod chrome;
-mod coords;
 mod debugging_bar;
+mod geometry;
 mod group;
+mod isolated_world;
 mod js;
 mod lifetime;
 mod pages;
 mod pairing;
-mod refs;
 mod session;
 mod tools;
 mod transport;
@@ -60,7 +60,7 @@ pub fn on_debugger_detach(source: JsValue) {
     }
 }
 
-/// `chrome.debugger.onEvent`: CDP events of attached tabs, recorded by `observers`.
+/// `chrome.debugger.onEvent`: CDP events of attached tabs, recorded by `cdp::record`.
 #[wasm_bindgen(js_name = onDebuggerEvent)]
 pub fn on_debugger_event(source: JsValue, method: String, params: JsValue) {
     let tab = js_sys::Reflect::get(&source, &JsValue::from_str("tabId"))
@@ -122,11 +122,11 @@ pub fn on_tab_changed(tab: i32) {
 #[wasm_bindgen(js_name = onTabRemoved)]
 pub fn on_tab_removed(tab: i32) {
     group::tab_gone(tab);
-    refs::forget(tab);
+    isolated_world::forget(tab);
     boundary::forget(tab);
     cdp::record::forget(tab);
     tools::computer::screenshot::forget(tab);
-    coords::forget(tab);
+    geometry::scale::forget(tab);
     tools::read_page::forget(tab);
     cdp::on_detach(tab);
     cdp::idle::forget(tab);

@@ -1,7 +1,7 @@
 //! read_console_messages: the console messages and uncaught exceptions a group tab produced
-//! since it joined the group (recorded by `observers`).
+//! since it joined the group (recorded by `cdp::record`).
 
-use crate::cdp::record as observers;
+use crate::cdp::record;
 use crate::tools::{typed, Access, Tool};
 use protocol::ToolResult;
 use serde::Deserialize;
@@ -35,7 +35,7 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
         None => None,
     };
     let limit = args.limit.unwrap_or(100);
-    let all = observers::console(args.tab_id, args.clear);
+    let all = record::console(args.tab_id, args.clear);
     let matching: Vec<_> = all
         .iter()
         .filter(|e| !args.only_errors || e.level == "error")

@@ -1,13 +1,12 @@
 //! find: elements matching a plain-language query, ranked, with refs and points in screenshot
-//! coordinates. Each frame is searched by read_page's own page-side walk (read_page.js, op
+//! coordinates. Each frame is searched by read_page's own page-side walk (the isolated world's library, op
 //! "find"): the same roles, names and refs as read_page; the words are matched there against
 //! role, accessible name (which holds label, alt, title or placeholder when they name it), the
 //! element's text, title, placeholder and value. This merges the frames' best matches.
 
 use crate::cdp::{self, Target};
-use crate::coords;
-use crate::refs::{self, Doc};
-use crate::tools::read_page;
+use crate::geometry::scale as coords;
+use crate::isolated_world::{self as world, Doc};
 use crate::tools::{typed, Access, Tool};
 use protocol::ToolResult;
 use serde::Deserialize;
@@ -30,7 +29,7 @@ pub struct Args {
     tab_id: i32,
 }
 
-/// One frame's answer from read_page.js.
+/// One frame's answer from the isolated world's library.
 #[derive(Deserialize, Default)]
 struct Found {
     #[serde(default)]
@@ -64,18 +63,18 @@ struct Hit {
 pub async fn run(args: Args) -> Result<ToolResult, String> {
     // Not a layout that Chrome's debugging bar is about to move.
     crate::debugging_bar::steady(args.tab_id).await;
-    crate::coords::load().await;
+    crate::geometry::scale::load().await;
     let tab = args.tab_id;
     let query = args.query.trim().to_lowercase();
     if query.is_empty() {
         return Err("Invalid argument `query`: it must not be empty.".into());
     }
-    let frames = refs::frames(tab).await?;
+    let frames = world::frames(tab).await?;
     let live: HashMap<String, String> = frames
         .iter()
         .map(|d| (d.frame.clone(), d.loader.clone()))
         .collect();
-    refs::begin(tab, &live).await;
+    world::begin(tab, &live).await;
     let mut hits = Vec::new();
     let mut total = 0;
     let mut unread = Vec::new();
@@ -98,7 +97,7 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
             Err(e) => unread.push(format!("frame {}: {e}", doc.frame)),
         }
     }
-    refs::commit(tab).await;
+    world::commit(tab).await;
     // Best first; among equals the main document first, then each frame's own order.
     hits.sort_by(|a, b| {
         b.m.score
@@ -142,8 +141,8 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
 /// One frame's best matches, closed shadow roots included.
 async fn search(tab: i32, doc: &Doc, top: bool, query: &str) -> Result<Found, String> {
     let target = doc.target(tab);
-    let context = refs::world(&target, &doc.frame).await?;
-    let naming = refs::naming(tab, doc, top);
+    let context = world::world(&target, &doc.frame).await?;
+    let naming = world::naming(tab, doc, top);
     let arg = json!({
         "query": query,
         "prefix": naming.prefix,
@@ -151,15 +150,15 @@ async fn search(tab: i32, doc: &Doc, top: bool, query: &str) -> Result<Found, St
         "max": MAX_RESULTS,
     });
     let mut found = ask(&target, context, &arg).await?;
-    if found.hosts > 0 && read_page::attach_closed_roots(&target, context).await? {
+    if found.hosts > 0 && world::attach_closed_roots(&target, context).await? {
         found = ask(&target, context, &arg).await?;
     }
-    refs::noted(tab, &naming, found.next);
+    world::noted(tab, &naming, found.next);
     Ok(found)
 }
 
 async fn ask(target: &Target, context: i64, arg: &Value) -> Result<Found, String> {
-    let out = refs::call_world(target, context, None, "find", arg.clone(), true).await?;
+    let out = world::call_world(target, context, None, "find", arg.clone(), true).await?;
     crate::js::from_json(out.get("value").cloned().unwrap_or(Value::Null))
         .map_err(|e| format!("the page-side search returned something unexpected: {e}"))
 }
@@ -187,6 +186,6 @@ async fn frame_origin(tab: i32, doc: &Doc, top: bool) -> Option<(f64, f64)> {
         let content = model.pointer("/model/content")?.as_array()?;
         (content.first()?.as_f64()?, content.get(1)?.as_f64()?)
     };
-    let (dx, dy) = refs::frame_offset(&target).await.ok()?;
+    let (dx, dy) = crate::geometry::frame_offset(&target).await.ok()?;
     Some((x + dx, y + dy))
 }

@@ -2,7 +2,7 @@
 //! (the page-side work is form_input.js).
 
 use crate::cdp;
-use crate::refs;
+use crate::isolated_world as world;
 use crate::tools::{typed, Access, Tool};
 use protocol::ToolResult;
 use serde::Deserialize;
@@ -32,7 +32,7 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
     ) {
         return Err("Invalid argument `value`: expected a string, boolean or number.".into());
     }
-    let element = refs::resolve(tab, &args.target).await?;
+    let element = world::resolve(tab, &args.target).await?;
     let out = cdp::send_to(
         &element.target,
         "Runtime.callFunctionOn",

@@ -1,8 +1,8 @@
 //! read_network_requests: the requests a group tab made since it joined the group (recorded by
-//! `observers`; cleared when the page moves to another site), with the times the debugger was
+//! `cdp::record`; cleared when the page moves to another site), with the times the debugger was
 //! detached from the idle tab said in place, filled from the page's resource timing.
 
-use crate::cdp::record::{self as observers, Gap, Request};
+use crate::cdp::record::{self, Gap, Request};
 use crate::tools::{typed, Access, Tool};
 use protocol::ToolResult;
 use serde::Deserialize;
@@ -28,7 +28,7 @@ pub struct Args {
 
 pub async fn run(args: Args) -> Result<ToolResult, String> {
     let limit = args.limit.unwrap_or(100);
-    let (all, gaps) = observers::requests(args.tab_id, args.clear);
+    let (all, gaps) = record::requests(args.tab_id, args.clear);
     let pattern = args.url_pattern.unwrap_or_default();
     let matching: Vec<_> = all.iter().filter(|r| r.url.contains(&pattern)).collect();
     let skip = matching.len().saturating_sub(limit);

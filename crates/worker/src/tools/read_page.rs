@@ -1,11 +1,11 @@
 //! read_page: the page's elements as a tree, one element a line (`role "name" [ref_D_N]
 //! attributes`), indented one space per level, unnamed wrappers collapsed into their children.
-//! The walk runs in the page (read_page.js, in the worker's isolated world, frame by frame); each
+//! The walk runs in the page (the isolated world's library, frame by frame); each
 //! iframe's document is hung under its `<iframe>` line, out-of-process iframes (another site)
 //! included: their documents are walked in their own debugger session.
 
 use crate::cdp::{self, Target};
-use crate::refs::{self, Doc};
+use crate::isolated_world::{self as world, Doc};
 use crate::tools::{typed, Access, Tool};
 use protocol::ToolResult;
 use serde::Deserialize;
@@ -70,12 +70,12 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
             ))
         }
     };
-    let frames = refs::frames(tab).await?;
+    let frames = world::frames(tab).await?;
     let live = frames
         .iter()
         .map(|d| (d.frame.clone(), d.loader.clone()))
         .collect();
-    refs::begin(tab, &live).await;
+    world::begin(tab, &live).await;
     KEPT.with(|k| {
         k.borrow_mut()
             .retain(|(t, f, l), _| *t != tab || live.get(f) == Some(l))
@@ -90,12 +90,12 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
     let mut unreadable = Vec::new();
     let top = match &args.ref_id {
         Some(r) => {
-            let element = refs::resolve(tab, r).await?;
+            let element = world::resolve(tab, r).await?;
             walk.frame(&element.doc, element.context, Some(element.id), 0, 0)
                 .await?
         }
         None => {
-            let context = refs::world(tab, &frames[0].frame).await?;
+            let context = world::world(tab, &frames[0].frame).await?;
             walk.frame(&frames[0], context, None, 0, 0).await?
         }
     };
@@ -112,7 +112,7 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
     // The walk of the main document measured the viewport already.
     let (vw, vh) = match top.viewport {
         Some(v) if top.doc.as_ref() == Some(&frames[0]) => v,
-        _ => viewport(tab).await?,
+        _ => crate::geometry::viewport(tab).await?,
     };
     let size = out.chars().count();
     let result = if size > max_chars {
@@ -121,11 +121,11 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
         out.push_str(&format!("Viewport: {vw}x{vh}"));
         Ok(ToolResult::text(out))
     };
-    refs::commit(tab).await;
+    world::commit(tab).await;
     result
 }
 
-/// One frame's rendering by read_page.js.
+/// One frame's rendering by the isolated world's library.
 #[derive(Deserialize, Clone)]
 struct Rendered {
     #[serde(default)]
@@ -190,7 +190,7 @@ impl Walk<'_> {
         level: u32,
         shift: u32,
     ) -> Result<Rendered, String> {
-        let naming = refs::naming(self.tab, doc, *doc == self.frames[0]);
+        let naming = world::naming(self.tab, doc, *doc == self.frames[0]);
         let key = (root.is_none() && !self.interactive).then(|| kept_key(self.tab, doc));
         let have = key
             .as_ref()
@@ -208,10 +208,10 @@ impl Walk<'_> {
         });
         let target = doc.target(self.tab);
         let mut r = self.render(&target, context, &arg).await?;
-        if r.hosts > 0 && attach_closed_roots(&target, context).await? {
+        if r.hosts > 0 && world::attach_closed_roots(&target, context).await? {
             r = self.render(&target, context, &arg).await?;
         }
-        refs::noted(self.tab, &naming, r.next);
+        world::noted(self.tab, &naming, r.next);
         let kept = || {
             key.as_ref()
                 .and_then(|k| KEPT.with(|kept| kept.borrow().get(k).cloned()))
@@ -260,7 +260,7 @@ impl Walk<'_> {
     }
 
     async fn render(&self, target: &Target, context: i64, arg: &Value) -> Result<Rendered, String> {
-        let mut out = refs::call_world(target, context, None, "tree", arg.clone(), true).await?;
+        let mut out = world::call_world(target, context, None, "tree", arg.clone(), true).await?;
         crate::js::from_json(out.get_mut("value").map(Value::take).unwrap_or(Value::Null))
             .map_err(|e| format!("the page-side walk returned something unexpected: {e}"))
     }
@@ -312,7 +312,7 @@ impl Walk<'_> {
         // The iframe's element in the parent world, then the frame it owns.
         let parent_target = parent.target(self.tab);
         let element =
-            refs::call_world(&parent_target, r.context, None, "get", json!(iframe), false).await?;
+            world::call_world(&parent_target, r.context, None, "get", json!(iframe), false).await?;
         let Some(object) = element.get("objectId").and_then(Value::as_str) else {
             return Ok(None);
         };
@@ -340,7 +340,7 @@ impl Walk<'_> {
         if doc.frame == parent.frame {
             return Ok(None);
         }
-        let context = refs::world(doc.target(self.tab), &doc.frame)
+        let context = world::world(doc.target(self.tab), &doc.frame)
             .await
             .map_err(|e| format!("frame {frame_id}: {e}"))?;
         self.frame(&doc, context, None, level, shift)
@@ -401,97 +401,6 @@ fn attribute<'a>(node: &'a Value, name: &str) -> Option<&'a str> {
     list.chunks(2)
         .find(|p| p.first().and_then(Value::as_str) == Some(name))
         .and_then(|p| p.get(1)?.as_str())
-}
-
-/// Closed shadow roots are out of the page's reach; the debugger finds them. Candidates the walk
-/// found (elements that may host one, not checked before) are asked for their shadow roots once;
-/// those found are handed to the world. Returns whether any was found.
-pub(crate) async fn attach_closed_roots(tab: &Target, context: i64) -> Result<bool, String> {
-    let hosts = refs::call_world(tab, context, None, "hosts", Value::Null, false).await?;
-    let Some(array) = hosts.get("objectId").and_then(Value::as_str) else {
-        return Ok(false);
-    };
-    let props = cdp::send_to(
-        tab,
-        "Runtime.getProperties",
-        json!({"objectId": array, "ownProperties": true}),
-    )
-    .await?;
-    let mut found = false;
-    let list = props
-        .get("result")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    for p in list {
-        let is_index = p
-            .get("name")
-            .and_then(Value::as_str)
-            .is_some_and(|n| n.parse::<u32>().is_ok());
-        let Some(host) = p.pointer("/value/objectId").and_then(Value::as_str) else {
-            continue;
-        };
-        if !is_index {
-            continue;
-        }
-        let Ok(node) = cdp::send_to(
-            tab,
-            "DOM.describeNode",
-            json!({"objectId": host, "depth": 0, "pierce": true}),
-        )
-        .await
-        else {
-            continue;
-        };
-        let roots = node
-            .pointer("/node/shadowRoots")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        for root in roots {
-            let Some(backend) = root.get("backendNodeId").and_then(Value::as_i64) else {
-                continue;
-            };
-            let Ok(resolved) = cdp::send_to(
-                tab,
-                "DOM.resolveNode",
-                json!({"backendNodeId": backend, "executionContextId": context, "objectGroup": "browser-operator-refs"}),
-            )
-            .await
-            else {
-                continue;
-            };
-            if let Some(object) = resolved.pointer("/object/objectId").and_then(Value::as_str) {
-                let arg = json!({"objectId": host});
-                let closed =
-                    refs::call_world_with(tab, context, Some(object), "closed", arg, true).await;
-                if closed.is_ok() {
-                    found = true;
-                }
-            }
-        }
-    }
-    Ok(found)
-}
-
-/// The viewport's size in CSS pixels, scrollbars included (what a screenshot shows).
-pub async fn viewport(tab: i32) -> Result<(i64, i64), String> {
-    let out = cdp::send(
-        tab,
-        "Runtime.evaluate",
-        json!({"expression": "[innerWidth, innerHeight]", "returnByValue": true}),
-    )
-    .await?;
-    let v = out.pointer("/result/value").and_then(Value::as_array);
-    let dim = |i: usize| {
-        v.and_then(|v| v.get(i))
-            .and_then(Value::as_f64)
-            .map(|f| f.round() as i64)
-    };
-    match (dim(0), dim(1)) {
-        (Some(w), Some(h)) => Ok((w, h)),
-        _ => Err("reading the viewport size failed".into()),
-    }
 }
 
 fn too_big(regions: &[String], size: usize, max: usize, depth: u32) -> String {

@@ -3,8 +3,8 @@
 //! DOM.setFileInputFiles is refused under chrome.debugger.
 
 use crate::cdp;
-use crate::coords;
-use crate::refs;
+use crate::geometry::scale as coords;
+use crate::isolated_world as world;
 use crate::tools::computer::screenshot;
 use crate::tools::{typed, Access, Tool};
 use protocol::ToolResult;
@@ -44,7 +44,7 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
     let function = include_str!("upload.js");
     let out = match (&args.target, args.coordinate) {
         (Some(r), _) => {
-            let element = refs::resolve(tab, r).await?;
+            let element = world::resolve(tab, r).await?;
             cdp::send_to(
                 &element.target,
                 "Runtime.callFunctionOn",

@@ -3,7 +3,7 @@
 //! device-metrics override is involved: see screenshot's one-capture-at-a-time).
 
 use crate::cdp;
-use crate::cdp::record as observers;
+use crate::cdp::record;
 use crate::chrome::tabs::{self, CreateProperties, UpdateProperties};
 use crate::chrome::windows;
 use crate::tools::{typed, Access, Tool};
@@ -35,7 +35,7 @@ pub struct DialogArgs {
 }
 
 pub async fn handle_dialog(args: DialogArgs) -> Result<ToolResult, String> {
-    let d = observers::open_dialog(args.tab_id)
+    let d = record::open_dialog(args.tab_id)
         .ok_or_else(|| format!("No JavaScript dialog is open on tab {}.", args.tab_id))?;
     if d.unknown {
         return dismiss_unseen(args.tab_id, args.accept).await;
@@ -47,8 +47,8 @@ pub async fn handle_dialog(args: DialogArgs) -> Result<ToolResult, String> {
     cdp::send(args.tab_id, "Page.handleJavaScriptDialog", params).await?;
     // Only the dialog answered is gone: the page may have opened the next one already (an
     // alert loop), and that one is reported, not forgotten.
-    if observers::open_dialog(args.tab_id).as_ref() == Some(&d) {
-        observers::dialog_closed(args.tab_id);
+    if record::open_dialog(args.tab_id).as_ref() == Some(&d) {
+        record::dialog_closed(args.tab_id);
     }
     let answer = match (&args.prompt_text, args.accept) {
         (Some(t), true) if d.kind == "prompt" => format!(" with \"{t}\""),
@@ -92,12 +92,12 @@ async fn dismiss_unseen(tab_id: i32, accept: bool) -> Result<ToolResult, String>
         let _ = tabs::remove(id).await;
     }
     shown?;
-    if !observers::answers(tab_id, 2_000).await {
+    if !record::answers(tab_id, 2_000).await {
         return Err(format!(
             "Tab {tab_id} still does not respond after its dialog was dismissed: the page may be busy running a script. Try again, or navigate the tab."
         ));
     }
-    observers::dialog_closed(tab_id);
+    record::dialog_closed(tab_id);
     let note = if accept {
         " (it could not be accepted: a dialog that opened while the debugger was detached can only be dismissed)"
     } else {

@@ -8,9 +8,8 @@ mod mouse;
 pub mod screenshot;
 
 use crate::cdp;
-use crate::coords;
+use crate::geometry::scale as coords;
 use crate::js::sleep_ms;
-use crate::refs;
 use crate::tools::{typed, Access, Tool};
 use mouse::Button;
 use protocol::{ContentBlock, ToolResult};
@@ -54,7 +53,7 @@ pub struct Args {
 pub async fn run(args: Args) -> Result<ToolResult, String> {
     // Not a layout that Chrome's debugging bar is about to move.
     crate::debugging_bar::steady(args.tab_id).await;
-    crate::coords::load().await;
+    crate::geometry::scale::load().await;
     let tab = args.tab_id;
     let text = |t: String| Ok(ToolResult::text(t));
     match args.action.as_str() {
@@ -123,7 +122,7 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
                 .target
                 .as_deref()
                 .ok_or("Missing required argument `ref` for scroll_to.")?;
-            refs::point(tab, r).await?;
+            crate::geometry::point(tab, r).await?;
             text(format!("Scrolled {r} into view"))
         }
         "wait" => {
@@ -146,7 +145,7 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
 /// or from `coordinate`.
 async fn target(tab: i32, args: &Args) -> Result<((f64, f64), (i64, i64)), String> {
     if let Some(r) = &args.target {
-        let p = refs::point(tab, r).await?;
+        let p = crate::geometry::point(tab, r).await?;
         return Ok((p, coords::to_screenshot(tab, p.0, p.1)));
     }
     let c = args.coordinate.ok_or_else(|| {

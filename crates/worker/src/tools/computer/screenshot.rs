@@ -12,7 +12,7 @@
 use crate::cdp;
 use crate::chrome::storage::{self, Area};
 use crate::chrome::tabs::{self, UpdateProperties};
-use crate::coords;
+use crate::geometry::scale as coords;
 use futures_util::future::{select, Either};
 use protocol::ContentBlock;
 use serde::{Deserialize, Serialize};
