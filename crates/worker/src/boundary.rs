@@ -165,6 +165,17 @@ pub fn on_event(tab: i32, session: Option<&str>, method: &str, p: &Value) {
     }
 }
 
+/// The tabs something is known of.
+pub fn tabs() -> Vec<i32> {
+    with(|k| {
+        k.refused
+            .keys()
+            .chain(k.main_frame.keys())
+            .copied()
+            .collect()
+    })
+}
+
 /// The tab closed.
 pub fn forget(tab_id: i32) {
     with(|k| {

@@ -93,6 +93,19 @@ pub async fn steady(tab: i32) {
     }
 }
 
+/// The tab closed or left the group.
+pub fn forget(tab: i32) {
+    CREATED.with(|c| c.borrow_mut().remove(&tab));
+    NAVIGATED.with(|n| n.borrow_mut().remove(&tab));
+}
+
+/// The tabs something is known of.
+pub fn tabs() -> Vec<i32> {
+    let mut tabs: Vec<i32> = CREATED.with(|c| c.borrow().keys().copied().collect());
+    tabs.extend(NAVIGATED.with(|n| n.borrow().keys().copied().collect::<Vec<_>>()));
+    tabs
+}
+
 /// A tab was created (chrome.tabs.onCreated, or by this worker): while the bar shows, Chrome
 /// adds it to the new tab a moment later.
 pub fn tab_created(tab: i32) {

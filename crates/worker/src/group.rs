@@ -54,6 +54,11 @@ pub fn tab_gone(tab_id: i32) {
     REPORTED.with(|r| r.borrow_mut().remove(&tab_id));
 }
 
+/// The tabs whose report is kept.
+pub fn reported_tabs() -> Vec<i32> {
+    REPORTED.with(|r| r.borrow().keys().copied().collect())
+}
+
 fn remember(id: i32) -> i32 {
     KNOWN.with(|k| k.set(Some(id)));
     id

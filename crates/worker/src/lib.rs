@@ -118,18 +118,10 @@ pub fn on_tab_changed(tab: i32) {
     group::tab_gone(tab);
 }
 
-/// `chrome.tabs.onRemoved`: forget the closed tab's refs and recordings.
+/// `chrome.tabs.onRemoved`: everything kept of the closed tab goes.
 #[wasm_bindgen(js_name = onTabRemoved)]
 pub fn on_tab_removed(tab: i32) {
-    group::tab_gone(tab);
-    isolated_world::forget(tab);
-    boundary::forget(tab);
-    cdp::record::forget(tab);
-    tools::computer::screenshot::forget(tab);
-    geometry::scale::forget(tab);
-    tools::read_page::forget(tab);
-    cdp::on_detach(tab);
-    cdp::idle::forget(tab);
+    lifetime::forget(tab);
 }
 
 /// `chrome.runtime.onMessage`: requests from the extension's own pages (Options). The answer

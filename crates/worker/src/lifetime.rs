@@ -1,11 +1,43 @@
 //! A group tab's lifetime, as the worker sees it: it joins the automation group (recorded from
 //! then), it is found again after a worker restart (recorded again, its idle clock restarted),
-//! and it leaves the group or closes.
+//! and it leaves the group or closes: then everything kept of it goes, through [`forget`].
 
 use crate::cdp::{self, idle, record};
 use crate::chrome::debugger;
-use crate::{group, js};
-use std::collections::HashSet;
+use crate::{boundary, debugging_bar, geometry, group, isolated_world, js, tools};
+use std::collections::{BTreeSet, HashSet};
+
+/// Everything the worker keeps of a tab, in every module, forgotten in one call: the tab closed
+/// or left the automation group. A store added anywhere is forgotten here, and listed in
+/// [`kept_tabs`].
+pub fn forget(tab: i32) {
+    group::tab_gone(tab);
+    boundary::forget(tab);
+    cdp::on_detach(tab);
+    record::forget(tab);
+    idle::forget(tab);
+    isolated_world::forget(tab);
+    geometry::scale::forget(tab);
+    debugging_bar::forget(tab);
+    tools::forget(tab);
+}
+
+/// The tabs the worker keeps anything of, in any store [`forget`] clears: what the extension's
+/// pages are told (`keptTabs` of their state), so a closed tab can be seen to leave nothing.
+pub fn kept_tabs() -> Vec<i32> {
+    let mut all = BTreeSet::new();
+    all.extend(group::reported_tabs());
+    all.extend(boundary::tabs());
+    all.extend(cdp::attached_tabs());
+    all.extend(cdp::children::tabs());
+    all.extend(record::tabs());
+    all.extend(idle::tabs());
+    all.extend(isolated_world::tabs());
+    all.extend(geometry::scale::tabs());
+    all.extend(debugging_bar::tabs());
+    all.extend(tools::kept_tabs());
+    all.into_iter().collect()
+}
 
 /// A tab's group changed (`chrome.tabs.onUpdated`): joining the automation group starts its
 /// recording now, not at its first command; leaving it detaches and forgets the recording.
@@ -17,9 +49,11 @@ pub async fn group_changed(tab: i32, group: i32) {
         if let Err(e) = record::observe(tab).await {
             js::log(&format!("recording tab {tab}, which joined the group: {e}"));
         }
-    } else if cdp::is_attached(tab) {
-        idle::detach(tab).await;
-        record::forget(tab);
+    } else {
+        if cdp::is_attached(tab) {
+            idle::detach(tab).await;
+        }
+        forget(tab);
     }
 }
 

@@ -51,6 +51,8 @@ struct State {
     product_name: String,
     group_title: String,
     settings: crate::cdp::idle::Settings,
+    /// The tabs the worker keeps anything of (a closed tab leaves none).
+    kept_tabs: Vec<i32>,
 }
 
 #[derive(Serialize)]
@@ -145,6 +147,7 @@ pub async fn handle(message: JsValue, sender: JsValue) -> JsValue {
                 product_name: crate::brand::brand().product_name,
                 group_title: crate::brand::brand().group_title,
                 settings: crate::cdp::idle::settings().await,
+                kept_tabs: crate::lifetime::kept_tabs(),
             };
             to_js(&state).unwrap_or(JsValue::NULL)
         }

@@ -51,6 +51,11 @@ pub fn set_scale(tab: i32, scale: f64) {
     }
 }
 
+/// The tabs with a ratio.
+pub fn tabs() -> Vec<i32> {
+    SCALE.with(|s| s.borrow().keys().copied().collect())
+}
+
 /// A tab closed: its ratio goes.
 pub fn forget(tab: i32) {
     if SCALE.with(|s| s.borrow_mut().remove(&tab)).is_some() {

@@ -182,9 +182,14 @@ pub async fn commit(tab: i32) {
     }
 }
 
-/// Forgets a closed tab's refs.
+/// Forgets a tab's refs (it closed or left the group), in memory and in storage.
 pub fn forget(tab: i32) {
     TABLES.with(|t| t.borrow_mut().remove(&tab));
+    wasm_bindgen_futures::spawn_local(async move {
+        if let Err(e) = storage::remove_session(&[storage_key(tab)]).await {
+            crate::js::log(&format!("cannot forget tab {tab}'s refs: {e}"));
+        }
+    });
 }
 
 /// The tabs whose documents are numbered.

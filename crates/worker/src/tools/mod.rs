@@ -15,7 +15,7 @@ mod navigate;
 mod network;
 mod page_text;
 mod plan;
-pub mod read_page;
+mod read_page;
 mod tabs;
 mod upload;
 mod window;
@@ -226,6 +226,20 @@ fn dialog_note(tab: i32, d: &record::Dialog) -> String {
 /// Typed arguments; the schema check has already given the friendly message for most mistakes.
 fn parse<T: DeserializeOwned>(args: Map<String, Value>) -> Result<T, String> {
     crate::js::from_json(Value::Object(args)).map_err(|e| format!("Invalid arguments: {e}"))
+}
+
+/// The tab closed or left the group: what tools keep of it goes (read_page's kept trees, the
+/// screenshots' images and capture mode).
+pub fn forget(tab: i32) {
+    read_page::forget(tab);
+    computer::screenshot::forget(tab);
+}
+
+/// The tabs tools keep something of.
+pub fn kept_tabs() -> Vec<i32> {
+    let mut tabs = read_page::tabs();
+    tabs.extend(computer::screenshot::tabs());
+    tabs
 }
 
 /// Cuts `text` to at most `max` characters, saying how much was left out.

@@ -32,6 +32,11 @@ pub fn forget(tab: i32) {
     KEPT.with(|k| k.borrow_mut().retain(|(t, _, _), _| *t != tab));
 }
 
+/// The tabs with kept renderings.
+pub fn tabs() -> Vec<i32> {
+    KEPT.with(|k| k.borrow().keys().map(|(t, _, _)| *t).collect())
+}
+
 fn kept_key(tab: i32, doc: &Doc) -> (i32, String, String) {
     (tab, doc.frame.clone(), doc.loader.clone())
 }

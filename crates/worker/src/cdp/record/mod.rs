@@ -175,13 +175,18 @@ pub fn recording(tab: i32) -> bool {
 
 /// The debugger session ended: the next command enables recording again.
 pub fn on_detach(tab: i32) {
-    with(tab, |r| r.enabled = false);
+    // Not `with`: a tab that closed (Chrome detaches it after `onRemoved` too) is not recorded
+    // again.
+    TABS.with(|t| {
+        if let Some(r) = t.borrow_mut().get_mut(&tab) {
+            r.enabled = false;
+        }
+    });
 }
 
 /// The tab closed or left the group: its recordings go.
 pub fn forget(tab: i32) {
     TABS.with(|t| t.borrow_mut().remove(&tab));
-    STARTING.with(|s| s.borrow_mut().remove(&tab));
 }
 
 /// The tabs something is recorded of.

@@ -5,7 +5,7 @@
 mod keyboard;
 mod keys;
 mod mouse;
-pub mod screenshot;
+pub(super) mod screenshot;
 
 use crate::cdp;
 use crate::geometry::scale as coords;

@@ -399,6 +399,13 @@ pub async fn image(id: &str) -> Option<Rc<Image>> {
     }))
 }
 
+/// The tabs with images (or a capture mode) kept.
+pub fn tabs() -> Vec<i32> {
+    let mut tabs: Vec<i32> = IMAGES.with(|m| m.borrow().keys().copied().collect());
+    tabs.extend(PLAIN.with(|p| p.borrow().iter().copied().collect::<Vec<_>>()));
+    tabs
+}
+
 /// A tab closed: its images go, from memory and storage.
 pub fn forget(tab: i32) {
     IMAGES.with(|m| m.borrow_mut().remove(&tab));
