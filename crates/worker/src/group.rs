@@ -206,29 +206,3 @@ async fn valid_ids(group: Option<i32>) -> Result<String, String> {
         )
     })
 }
-
-/// A tab opened by `opener`: it joins the group when the opener is a group tab whose page opened
-/// a window just now (`Page.windowOpen`). Chrome also names an opener for tabs that the user or
-/// another program creates next to a group tab; those stay out.
-pub async fn adopt(tab_id: i32, opener: i32) -> Result<(), String> {
-    let mut opened = false;
-    for _ in 0..20 {
-        if crate::cdp::record::opened_window_within(opener, 3_000.0) {
-            opened = true;
-            break;
-        }
-        crate::js::sleep_ms(50).await;
-    }
-    if !opened {
-        return Ok(());
-    }
-    let Some(group_id) = find().await? else {
-        return Ok(());
-    };
-    if tabs::get(opener).await?.group_id != group_id {
-        return Ok(());
-    }
-    tabs::group(&[tab_id], GroupTarget::Existing(group_id)).await?;
-    crate::cdp::record::observe(tab_id).await?;
-    Ok(())
-}

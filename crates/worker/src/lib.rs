@@ -89,7 +89,7 @@ pub fn on_tab_created(tab: JsValue) {
         return;
     };
     spawn_local(async move {
-        if let Err(e) = group::adopt(id, opener).await {
+        if let Err(e) = lifetime::adopt(id, opener).await {
             js::log(&format!("tab {id} opened by {opener}: {e}"));
         }
     });

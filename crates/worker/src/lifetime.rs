@@ -1,9 +1,10 @@
 //! A group tab's lifetime, as the worker sees it: it joins the automation group (recorded from
-//! then), it is found again after a worker restart (recorded again, its idle clock restarted),
+//! then; a tab a group tab's page opens joins it), it is found again after a worker restart (recorded again, its idle clock restarted),
 //! and it leaves the group or closes: then everything kept of it goes, through [`forget`].
 
 use crate::cdp::{self, idle, record};
 use crate::chrome::debugger;
+use crate::chrome::tabs::{self, GroupTarget};
 use crate::{boundary, debugging_bar, geometry, group, isolated_world, js, tools};
 use std::collections::{BTreeSet, HashSet};
 
@@ -55,6 +56,32 @@ pub async fn group_changed(tab: i32, group: i32) {
         }
         forget(tab);
     }
+}
+
+/// A tab opened by `opener`: it joins the group when the opener is a group tab whose page opened
+/// a window just now (`Page.windowOpen`). Chrome also names an opener for tabs that the user or
+/// another program creates next to a group tab; those stay out.
+pub async fn adopt(tab_id: i32, opener: i32) -> Result<(), String> {
+    let mut opened = false;
+    for _ in 0..20 {
+        if record::opened_window_within(opener, 3_000.0) {
+            opened = true;
+            break;
+        }
+        js::sleep_ms(50).await;
+    }
+    if !opened {
+        return Ok(());
+    }
+    let Some(group_id) = group::find().await? else {
+        return Ok(());
+    };
+    if tabs::get(opener).await?.group_id != group_id {
+        return Ok(());
+    }
+    tabs::group(&[tab_id], GroupTarget::Existing(group_id)).await?;
+    record::observe(tab_id).await?;
+    Ok(())
 }
 
 /// At worker start: the group's tabs that the debugger is still attached to (a restart while

@@ -1,5 +1,5 @@
 //! The opened-tabs recorder: when the page last opened a window (`window.open`,
-//! `target=_blank`), so that the tab Chrome creates next joins the group (`group::adopt`).
+//! `target=_blank`), so that the tab Chrome creates next joins the group (`lifetime::adopt`).
 
 use crate::cdp::events::Event;
 
