@@ -16,7 +16,7 @@ fn first_tab(ctx: &Value) -> i64 {
 
 #[tokio::test]
 async fn a_backend_drives_a_tab_in_the_automation_group() -> Result<()> {
-    let (fixtures, backend, _browser) = connected().await?;
+    let (fixtures, backend, browser) = connected().await?;
 
     let text = backend.text("tabs_context_mcp", json!({})).await?;
     assert_eq!(
@@ -103,6 +103,42 @@ async fn a_backend_drives_a_tab_in_the_automation_group() -> Result<()> {
         .collect();
     assert_eq!(ids.len(), 2);
     assert!(ids.contains(&tab) && ids.contains(&new_tab), "{ids:?}");
+    // The new tab is used: recorded, refs given (and stored), a tree kept, a screenshot's scale
+    // and image kept.
+    backend.navigate(new_tab, &url).await?;
+    backend
+        .command(
+            "computer",
+            json!({"tabId": new_tab, "action": "screenshot"}),
+        )
+        .await?;
+    backend.text("read_page", json!({"tabId": new_tab})).await?;
+    backend
+        .text("read_console_messages", json!({"tabId": new_tab}))
+        .await?;
+    // What the worker keeps of a tab, as the extension's own pages can see it: the tabs its
+    // state says it keeps anything of, and what of the tab sits in session storage.
+    let options = browser.options_page().await?;
+    let kept = format!(
+        "chrome.runtime.sendMessage({{type: 'getState'}}).then(async (state) => {{ \
+           const t = {new_tab}; const stored = await chrome.storage.session.get(null); \
+           const keys = Object.entries(stored).filter(([k, v]) => k === 'refs:' + t \
+             || (k === 'coordScales' && v && String(t) in v) \
+             || (k === 'keptImages' && Array.isArray(v) && v.some((i) => i.tab === t))).map(([k]) => k); \
+           return {{tabs: state.keptTabs, stored: keys}}; }})"
+    );
+    let before = options.eval(&kept).await?;
+    let holds = |v: &Value| {
+        v["tabs"]
+            .as_array()
+            .is_some_and(|t| t.contains(&json!(new_tab)))
+    };
+    assert!(holds(&before), "the state lists the tab in use: {before}");
+    assert_eq!(
+        before["stored"],
+        json!(["coordScales", "keptImages", format!("refs:{new_tab}")]),
+        "{before}"
+    );
     let closed = backend
         .text("tabs_close_mcp", json!({"tabId": new_tab}))
         .await?;
@@ -110,6 +146,29 @@ async fn a_backend_drives_a_tab_in_the_automation_group() -> Result<()> {
         closed.starts_with(&format!("Closed tab {new_tab}.")),
         "{closed}"
     );
+    // Closed: nothing of it is kept, in memory or in storage (storage is written off the
+    // event's path: waited for, bounded).
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let after = loop {
+        let after = options.eval(&kept).await?;
+        let clean = !holds(&after) && after["stored"] == json!([]);
+        if clean || std::time::Instant::now() > deadline {
+            break after;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(!holds(&after), "a closed tab is kept: {after}");
+    assert_eq!(
+        after["stored"],
+        json!([]),
+        "a closed tab's state is stored: {after}"
+    );
+    options.close().await?;
+    // Its id is no tab any more.
+    let e = backend
+        .error("read_page", json!({"tabId": new_tab}))
+        .await?;
+    assert!(e.contains(&format!("Tab {new_tab} does not exist")), "{e}");
 
     // History.
     backend.navigate(tab, &fixtures.url("index.html")).await?;
