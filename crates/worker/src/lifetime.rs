@@ -6,7 +6,7 @@ use crate::cdp::{self, idle, record};
 use crate::chrome::debugger;
 use crate::chrome::tabs::{self, GroupTarget};
 use crate::{boundary, debugging_bar, geometry, group, isolated_world, js, tools};
-use std::collections::{BTreeSet, HashSet};
+use std::collections::HashSet;
 
 /// Everything the worker keeps of a tab, in every module, forgotten in one call: the tab closed
 /// or left the automation group. A store added anywhere is forgotten here, and listed in
@@ -26,8 +26,7 @@ pub fn forget(tab: i32) {
 /// The tabs the worker keeps anything of, in any store [`forget`] clears: what the extension's
 /// pages are told (`keptTabs` of their state), so a closed tab can be seen to leave nothing.
 pub fn kept_tabs() -> Vec<i32> {
-    let mut all = BTreeSet::new();
-    all.extend(group::reported_tabs());
+    let mut all = group::reported_tabs();
     all.extend(boundary::tabs());
     all.extend(cdp::attached_tabs());
     all.extend(cdp::children::tabs());
@@ -37,7 +36,9 @@ pub fn kept_tabs() -> Vec<i32> {
     all.extend(geometry::scale::tabs());
     all.extend(debugging_bar::tabs());
     all.extend(tools::kept_tabs());
-    all.into_iter().collect()
+    all.sort_unstable();
+    all.dedup();
+    all
 }
 
 /// A tab's group changed (`chrome.tabs.onUpdated`): joining the automation group starts its
