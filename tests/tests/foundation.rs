@@ -116,24 +116,27 @@ async fn a_backend_drives_a_tab_in_the_automation_group() -> Result<()> {
     backend
         .text("read_console_messages", json!({"tabId": new_tab}))
         .await?;
-    // What the worker keeps of a tab, as the extension's own pages can see it: the tabs its
-    // state says it keeps anything of, and what of the tab sits in session storage.
+    // What the worker keeps of a tab, as the extension's own pages can see it: the stores its
+    // state, asked about the tab, names, and what of the tab sits in session storage.
     let options = browser.options_page().await?;
     let kept = format!(
-        "chrome.runtime.sendMessage({{type: 'getState'}}).then(async (state) => {{ \
+        "chrome.runtime.sendMessage({{type: 'getState', tab: {new_tab}}}).then(async (state) => {{ \
            const t = {new_tab}; const stored = await chrome.storage.session.get(null); \
            const keys = Object.entries(stored).filter(([k, v]) => k === 'refs:' + t \
              || (k === 'coordScales' && v && String(t) in v) \
              || (k === 'keptImages' && Array.isArray(v) && v.some((i) => i.tab === t))).map(([k]) => k); \
-           return {{tabs: state.keptTabs, stored: keys}}; }})"
+           return {{kept: state.kept, stored: keys}}; }})"
     );
     let before = options.eval(&kept).await?;
-    let holds = |v: &Value| {
-        v["tabs"]
-            .as_array()
-            .is_some_and(|t| t.contains(&json!(new_tab)))
-    };
-    assert!(holds(&before), "the state lists the tab in use: {before}");
+    let holds = |v: &Value| v["kept"] != json!([]);
+    for store in ["recording", "refs", "screenshot scale", "tools"] {
+        assert!(
+            before["kept"]
+                .as_array()
+                .is_some_and(|k| k.contains(&json!(store))),
+            "the state names {store} for the tab in use: {before}"
+        );
+    }
     assert_eq!(
         before["stored"],
         json!(["coordScales", "keptImages", format!("refs:{new_tab}")]),

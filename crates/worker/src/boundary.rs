@@ -165,15 +165,9 @@ pub fn on_event(tab: i32, session: Option<&str>, method: &str, p: &Value) {
     }
 }
 
-/// The tabs something is known of.
-pub fn tabs() -> Vec<i32> {
-    with(|k| {
-        k.refused
-            .keys()
-            .chain(k.main_frame.keys())
-            .copied()
-            .collect()
-    })
+/// Whether something is known of the tab.
+pub fn holds(tab: i32) -> bool {
+    with(|k| k.refused.contains_key(&tab) || k.main_frame.contains_key(&tab))
 }
 
 /// The tab closed.

@@ -99,11 +99,10 @@ pub fn forget(tab: i32) {
     NAVIGATED.with(|n| n.borrow_mut().remove(&tab));
 }
 
-/// The tabs something is known of.
-pub fn tabs() -> Vec<i32> {
-    let mut tabs: Vec<i32> = CREATED.with(|c| c.borrow().keys().copied().collect());
-    tabs.extend(NAVIGATED.with(|n| n.borrow().keys().copied().collect::<Vec<_>>()));
-    tabs
+/// Whether something is known of the tab.
+pub fn holds(tab: i32) -> bool {
+    CREATED.with(|c| c.borrow().contains_key(&tab))
+        || NAVIGATED.with(|n| n.borrow().contains_key(&tab))
 }
 
 /// A tab was created (chrome.tabs.onCreated, or by this worker): while the bar shows, Chrome

@@ -54,9 +54,9 @@ pub fn tab_gone(tab_id: i32) {
     REPORTED.with(|r| r.borrow_mut().remove(&tab_id));
 }
 
-/// The tabs whose report is kept.
-pub fn reported_tabs() -> Vec<i32> {
-    REPORTED.with(|r| r.borrow().keys().copied().collect())
+/// Whether the tab's report is kept.
+pub fn holds(tab: i32) -> bool {
+    REPORTED.with(|r| r.borrow().contains_key(&tab))
 }
 
 fn remember(id: i32) -> i32 {

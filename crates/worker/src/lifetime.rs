@@ -10,7 +10,7 @@ use std::collections::HashSet;
 
 /// Everything the worker keeps of a tab, in every module, forgotten in one call: the tab closed
 /// or left the automation group. A store added anywhere is forgotten here, and listed in
-/// [`kept_tabs`].
+/// [`kept`].
 pub fn forget(tab: i32) {
     group::tab_gone(tab);
     boundary::forget(tab);
@@ -23,22 +23,27 @@ pub fn forget(tab: i32) {
     tools::forget(tab);
 }
 
-/// The tabs the worker keeps anything of, in any store [`forget`] clears: what the extension's
-/// pages are told (`keptTabs` of their state), so a closed tab can be seen to leave nothing.
-pub fn kept_tabs() -> Vec<i32> {
-    let mut all = group::reported_tabs();
-    all.extend(boundary::tabs());
-    all.extend(cdp::attached_tabs());
-    all.extend(cdp::children::tabs());
-    all.extend(record::tabs());
-    all.extend(idle::tabs());
-    all.extend(isolated_world::tabs());
-    all.extend(geometry::scale::tabs());
-    all.extend(debugging_bar::tabs());
-    all.extend(tools::kept_tabs());
-    all.sort_unstable();
-    all.dedup();
-    all
+/// The stores that keep anything of the tab, by name: what an extension page asking about a
+/// tab is told (`kept` of its state), so a closed tab can be seen to leave nothing. Every store
+/// [`forget`] clears is listed here.
+pub fn kept(tab: i32) -> Vec<&'static str> {
+    let stores: [(&'static str, fn(i32) -> bool); 10] = [
+        ("group", group::holds),
+        ("boundary", boundary::holds),
+        ("debugger", cdp::is_attached),
+        ("child sessions", cdp::children::holds),
+        ("recording", record::holds),
+        ("idle clock", idle::holds),
+        ("refs", isolated_world::holds),
+        ("screenshot scale", geometry::scale::holds),
+        ("debugging bar", debugging_bar::holds),
+        ("tools", tools::holds),
+    ];
+    stores
+        .iter()
+        .filter(|(_, holds)| holds(tab))
+        .map(|(name, _)| *name)
+        .collect()
 }
 
 /// A tab's group changed (`chrome.tabs.onUpdated`): joining the automation group starts its

@@ -13,7 +13,11 @@ use wasm_bindgen::JsValue;
 #[derive(Deserialize)]
 #[serde(tag = "type", rename_all = "camelCase")]
 enum Request {
-    GetState,
+    /// With `tab`: the answer also names what the worker keeps of that tab (`kept`).
+    GetState {
+        #[serde(default)]
+        tab: Option<i32>,
+    },
     SaveConfig {
         config: Value,
     },
@@ -51,8 +55,9 @@ struct State {
     product_name: String,
     group_title: String,
     settings: crate::cdp::idle::Settings,
-    /// The tabs the worker keeps anything of (a closed tab leaves none).
-    kept_tabs: Vec<i32>,
+    /// Asked about a tab: the stores that keep anything of it (a closed tab leaves none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kept: Option<Vec<&'static str>>,
 }
 
 #[derive(Serialize)]
@@ -139,7 +144,7 @@ pub async fn handle(message: JsValue, sender: JsValue) -> JsValue {
         }
     };
     match request {
-        Request::GetState => {
+        Request::GetState { tab } => {
             let state = State {
                 config: session::saved_config().await,
                 status: session::status().await,
@@ -147,7 +152,7 @@ pub async fn handle(message: JsValue, sender: JsValue) -> JsValue {
                 product_name: crate::brand::brand().product_name,
                 group_title: crate::brand::brand().group_title,
                 settings: crate::cdp::idle::settings().await,
-                kept_tabs: crate::lifetime::kept_tabs(),
+                kept: tab.map(crate::lifetime::kept),
             };
             to_js(&state).unwrap_or(JsValue::NULL)
         }

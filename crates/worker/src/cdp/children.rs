@@ -42,9 +42,9 @@ pub fn forget_tab(tab: i32) {
     CHILDREN.with(|c| c.borrow_mut().remove(&tab));
 }
 
-/// The tabs with child sessions on record.
-pub fn tabs() -> Vec<i32> {
-    CHILDREN.with(|c| c.borrow().keys().copied().collect())
+/// Whether the tab has child sessions on record.
+pub fn holds(tab: i32) -> bool {
+    CHILDREN.with(|c| c.borrow().contains_key(&tab))
 }
 
 /// An iframe attached or a session detached, from the tab's session or, for nested iframes,

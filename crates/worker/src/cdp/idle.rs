@@ -238,7 +238,7 @@ pub fn attached_after_restart(tab: i32) {
     }
 }
 
-/// The tabs whose use is on record.
-pub fn tabs() -> Vec<i32> {
-    TABS.with(|t| t.borrow().keys().copied().collect())
+/// Whether the tab's use is on record.
+pub fn holds(tab: i32) -> bool {
+    TABS.with(|t| t.borrow().contains_key(&tab))
 }

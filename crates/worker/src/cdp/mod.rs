@@ -60,11 +60,6 @@ pub fn is_attached(tab_id: i32) -> bool {
     ATTACHED.with(|a| a.borrow().contains(&tab_id))
 }
 
-/// The tabs the debugger is attached to.
-pub fn attached_tabs() -> Vec<i32> {
-    ATTACHED.with(|a| a.borrow().iter().copied().collect())
-}
-
 /// Chrome detached us (tab closed, user cancelled the infobar, navigation to chrome://).
 pub fn on_detach(tab_id: i32) {
     if ATTACHED.with(|a| {

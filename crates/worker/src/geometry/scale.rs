@@ -51,9 +51,9 @@ pub fn set_scale(tab: i32, scale: f64) {
     }
 }
 
-/// The tabs with a ratio.
-pub fn tabs() -> Vec<i32> {
-    SCALE.with(|s| s.borrow().keys().copied().collect())
+/// Whether the tab has a ratio.
+pub fn holds(tab: i32) -> bool {
+    SCALE.with(|s| s.borrow().contains_key(&tab))
 }
 
 /// A tab closed: its ratio goes.

@@ -192,9 +192,9 @@ pub fn forget(tab: i32) {
     });
 }
 
-/// The tabs whose documents are numbered.
-pub fn tabs() -> Vec<i32> {
-    TABLES.with(|t| t.borrow().keys().copied().collect())
+/// Whether the tab's documents are numbered (in memory; the stored table is checked apart).
+pub fn holds(tab: i32) -> bool {
+    TABLES.with(|t| t.borrow().contains_key(&tab))
 }
 
 /// The documents of the tab: the frames of its own session, parents before children, then those

@@ -8,7 +8,7 @@
 mod documents;
 mod refs;
 
-pub use documents::{begin, commit, forget, frames, naming, noted, tabs, Doc};
+pub use documents::{begin, commit, forget, frames, holds, naming, noted, Doc};
 pub use refs::{resolve, stale};
 
 use crate::cdp::{self, Error, Target};

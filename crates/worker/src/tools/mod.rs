@@ -235,11 +235,9 @@ pub fn forget(tab: i32) {
     computer::screenshot::forget(tab);
 }
 
-/// The tabs tools keep something of.
-pub fn kept_tabs() -> Vec<i32> {
-    let mut tabs = read_page::tabs();
-    tabs.extend(computer::screenshot::tabs());
-    tabs
+/// Whether tools keep something of the tab.
+pub fn holds(tab: i32) -> bool {
+    read_page::holds(tab) || computer::screenshot::holds(tab)
 }
 
 /// Cuts `text` to at most `max` characters, saying how much was left out.

@@ -32,9 +32,9 @@ pub fn forget(tab: i32) {
     KEPT.with(|k| k.borrow_mut().retain(|(t, _, _), _| *t != tab));
 }
 
-/// The tabs with kept renderings.
-pub fn tabs() -> Vec<i32> {
-    KEPT.with(|k| k.borrow().keys().map(|(t, _, _)| *t).collect())
+/// Whether renderings of the tab are kept.
+pub fn holds(tab: i32) -> bool {
+    KEPT.with(|k| k.borrow().keys().any(|(t, _, _)| *t == tab))
 }
 
 fn kept_key(tab: i32, doc: &Doc) -> (i32, String, String) {

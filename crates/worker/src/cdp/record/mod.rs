@@ -189,9 +189,9 @@ pub fn forget(tab: i32) {
     TABS.with(|t| t.borrow_mut().remove(&tab));
 }
 
-/// The tabs something is recorded of.
-pub fn tabs() -> Vec<i32> {
-    TABS.with(|t| t.borrow().keys().copied().collect())
+/// Whether something is recorded of the tab.
+pub fn holds(tab: i32) -> bool {
+    TABS.with(|t| t.borrow().contains_key(&tab))
 }
 
 /// True when the tab's page opened a window within the last `ms` milliseconds.

@@ -399,11 +399,9 @@ pub async fn image(id: &str) -> Option<Rc<Image>> {
     }))
 }
 
-/// The tabs with images (or a capture mode) kept.
-pub fn tabs() -> Vec<i32> {
-    let mut tabs: Vec<i32> = IMAGES.with(|m| m.borrow().keys().copied().collect());
-    tabs.extend(PLAIN.with(|p| p.borrow().iter().copied().collect::<Vec<_>>()));
-    tabs
+/// Whether images (or a capture mode) of the tab are kept.
+pub fn holds(tab: i32) -> bool {
+    IMAGES.with(|m| m.borrow().contains_key(&tab)) || PLAIN.with(|p| p.borrow().contains(&tab))
 }
 
 /// A tab closed: its images go, from memory and storage.
