@@ -27,27 +27,32 @@ pub fn forget(tab: i32) {
 /// tab is told (`kept` of its state), so a closed tab can be seen to leave nothing. Every store
 /// [`forget`] clears is listed here.
 pub fn kept(tab: i32) -> Vec<&'static str> {
-    let stores: [(&'static str, fn(i32) -> bool); 10] = [
-        ("group", group::holds),
-        ("boundary", boundary::holds),
-        ("debugger", cdp::is_attached),
-        ("child sessions", cdp::children::holds),
-        ("recording", record::holds),
-        ("idle clock", idle::holds),
-        ("refs", isolated_world::holds),
-        ("screenshot scale", geometry::scale::holds),
-        ("debugging bar", debugging_bar::holds),
-        ("tools", tools::holds),
-    ];
-    stores
+    STORES
         .iter()
         .filter(|(_, holds)| holds(tab))
         .map(|(name, _)| *name)
         .collect()
 }
 
+/// Whether a store holds anything of a tab.
+type Holds = fn(i32) -> bool;
+
+/// Every per-tab store, by name.
+const STORES: [(&str, Holds); 10] = [
+    ("group", group::holds),
+    ("boundary", boundary::holds),
+    ("debugger", cdp::is_attached),
+    ("child sessions", cdp::children::holds),
+    ("recording", record::holds),
+    ("idle clock", idle::holds),
+    ("refs", isolated_world::holds),
+    ("screenshot scale", geometry::scale::holds),
+    ("debugging bar", debugging_bar::holds),
+    ("tools", tools::holds),
+];
+
 /// A tab's group changed (`chrome.tabs.onUpdated`): joining the automation group starts its
-/// recording now, not at its first command; leaving it detaches and forgets the recording.
+/// recording now, not at its first command; leaving it detaches it and forgets all of it.
 pub async fn group_changed(tab: i32, group: i32) {
     let Ok(Some(ours)) = group::find().await else {
         return;
