@@ -9,7 +9,7 @@ pub struct Opened(pub f64);
 
 impl Opened {
     pub fn on(&mut self, event: &Event, now: f64) {
-        if *event == Event::WindowOpen {
+        if matches!(event, Event::WindowOpen) {
             self.0 = now;
         }
     }
