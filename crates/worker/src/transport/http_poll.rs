@@ -4,9 +4,8 @@
 //! means the token was revoked or the server disconnected this browser.
 
 use super::http::{post_result, request, Abort};
-use super::Ended;
+use super::{Ended, Handoff};
 use crate::js::{sleep_ms, with_timeout};
-use crate::session;
 use futures_channel::mpsc;
 use futures_util::future::{select, Either};
 use futures_util::FutureExt;
@@ -25,6 +24,7 @@ enum Polled {
 pub async fn run(
     config: &ConnectionConfig,
     long: bool,
+    handoff: Handoff,
     mut outgoing: mpsc::UnboundedReceiver<CommandResult>,
     mut on_auth: impl FnMut(),
 ) -> Ended {
@@ -42,7 +42,7 @@ pub async fn run(
         let url = format!("{base}{sep}wait={wait}");
         let abort = Abort::new();
         let poll = poll_once(config, &url, wait, abort.as_ref(), authenticated);
-        let polled = match pump(poll, &mut outgoing, config).await {
+        let polled = match pump(poll, &mut outgoing, config, handoff).await {
             Some(p) => p,
             None => return Ended::Stopped,
         };
@@ -55,14 +55,19 @@ pub async fn run(
                     on_auth();
                 }
                 for parsed in list {
-                    session::receive_parsed(parsed);
+                    (handoff.command)(parsed);
                 }
             }
         }
         if !long
-            && pump(sleep_ms(SHORT_POLL_INTERVAL_MS), &mut outgoing, config)
-                .await
-                .is_none()
+            && pump(
+                sleep_ms(SHORT_POLL_INTERVAL_MS),
+                &mut outgoing,
+                config,
+                handoff,
+            )
+            .await
+            .is_none()
         {
             return Ended::Stopped;
         }
@@ -75,13 +80,14 @@ async fn pump<T>(
     fut: impl Future<Output = T>,
     outgoing: &mut mpsc::UnboundedReceiver<CommandResult>,
     config: &ConnectionConfig,
+    handoff: Handoff,
 ) -> Option<T> {
     let mut fut = Box::pin(fut);
     loop {
         match select(fut, outgoing.next()).await {
             Either::Left((v, _)) => return Some(v),
             Either::Right((Some(result), rest)) => {
-                spawn_local(post_result(config.clone(), result).map(drop));
+                spawn_local(post_result(config.clone(), result, handoff.undelivered).map(drop));
                 fut = rest;
             }
             Either::Right((None, _)) => return None,
