@@ -352,6 +352,37 @@ mod tests {
         assert_eq!(under_dialog, ["tabs_close_mcp", "handle_dialog"]);
     }
 
+    /// What a command needs before it runs: refused at once (no await, nothing done), refused
+    /// with the tabs listed, or checked.
+    #[test]
+    fn check_refuses_before_anything_is_done() {
+        use super::{check, Refused};
+        let args = |v: Value| v.as_object().cloned().unwrap_or_default();
+        assert!(matches!(
+            check("no_such_tool", args(serde_json::json!({}))),
+            Err(Refused::Now(m)) if m == "Unknown tool: no_such_tool"
+        ));
+        assert!(matches!(
+            check("javascript_tool", args(serde_json::json!({"tabId": 1}))),
+            Err(Refused::Now(_))
+        ));
+        assert!(matches!(
+            check(
+                "javascript_tool",
+                args(serde_json::json!({"tabId": "one", "text": "1"}))
+            ),
+            Err(Refused::Tab {
+                tool: "javascript_tool",
+                ..
+            })
+        ));
+        let ok = check(
+            "javascript_tool",
+            args(serde_json::json!({"tabId": 1, "text": "1+1"})),
+        );
+        assert!(matches!(ok, Ok(c) if c.tool_name() == "javascript_tool"));
+    }
+
     #[test]
     fn bounded_cuts_on_characters() {
         assert_eq!(bounded("abc".into(), 5), "abc");

@@ -71,6 +71,38 @@ pub(super) struct Writer {
     waiters: Vec<oneshot::Sender<()>>,
 }
 
+impl Writer {
+    /// Whether a starting command's entry is issued in a write of its own now (else it waits
+    /// for the next write, issued when the starting commands' write in flight is answered).
+    fn starts_now(&self) -> bool {
+        self.starting_writes == 0
+    }
+
+    /// Whether a lazy write may be issued now.
+    fn lazy_now(&self) -> bool {
+        self.writes == 0
+    }
+
+    fn issued(&mut self, starting: bool) {
+        self.writes += 1;
+        self.starting_writes += u32::from(starting);
+    }
+
+    /// A write was answered: the next to issue, if any (`Some(true)`: one carrying the
+    /// entries of the starting commands waiting for it).
+    fn answered(&mut self, starting: bool) -> Option<bool> {
+        self.writes -= 1;
+        self.starting_writes -= u32::from(starting);
+        if !self.waiters.is_empty() && self.starting_writes == 0 {
+            Some(true)
+        } else if self.writes == 0 && (!self.dirty.is_empty() || self.outbox_dirty) {
+            Some(false)
+        } else {
+            None
+        }
+    }
+}
+
 impl Delivery {
     /// The stored entry of a remembered id, as it stands now.
     fn slot(&self, id: &str) -> Option<(String, Slot)> {
@@ -94,7 +126,7 @@ impl Delivery {
 /// carrying other starting commands' entries is in flight; then when that one is answered and
 /// the next, which carries this entry, is issued.
 pub(super) async fn stored_before_acting() {
-    if with(|d| d.store.starting_writes == 0) {
+    if with(|d| d.store.starts_now()) {
         issue(true);
         return;
     }
@@ -106,7 +138,7 @@ pub(super) async fn stored_before_acting() {
 /// Writes what changed, lazily: now when no write is in flight, else once the last one is
 /// answered.
 pub(super) fn flush() {
-    if with(|d| d.store.writes == 0) {
+    if with(|d| d.store.lazy_now()) {
         issue(false);
     }
 }
@@ -145,10 +177,7 @@ fn issue(starting: bool) {
         put(OUTBOX_KEY, crate::js::to_js(outbox));
     }
     let written = storage::set_session_now(&items);
-    with(|d| {
-        d.store.writes += 1;
-        d.store.starting_writes += u32::from(starting);
-    });
+    with(|d| d.store.issued(starting));
     // Their entries are in the write just issued.
     for w in waiters {
         let _ = w.send(());
@@ -157,19 +186,7 @@ fn issue(starting: bool) {
         if let Err(e) = written.await {
             log(&format!("cannot store the delivery state: {e}"));
         }
-        let next = with(|d| {
-            let w = &mut d.store;
-            w.writes -= 1;
-            w.starting_writes -= u32::from(starting);
-            if !w.waiters.is_empty() && w.starting_writes == 0 {
-                Some(true)
-            } else if w.writes == 0 && (!w.dirty.is_empty() || w.outbox_dirty) {
-                Some(false)
-            } else {
-                None
-            }
-        });
-        if let Some(starting) = next {
+        if let Some(starting) = with(|d| d.store.answered(starting)) {
             issue(starting);
         }
     });
@@ -263,4 +280,46 @@ pub async fn restore() {
         }
     });
     flush();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Writer;
+    use futures_channel::oneshot;
+
+    /// A starting command never waits behind a write of finished entries or the outbox: its
+    /// entry is issued at once, beside it.
+    #[test]
+    fn a_starting_command_does_not_wait_behind_a_lazy_write() {
+        let mut w = Writer::default();
+        assert!(w.starts_now() && w.lazy_now());
+        w.issued(false);
+        assert!(w.starts_now(), "waited behind a write of finished entries");
+        assert!(!w.lazy_now(), "two lazy writes in flight");
+        w.issued(true);
+        // Answered in the order issued; nothing changed meanwhile: nothing more to write.
+        assert_eq!(w.answered(false), None);
+        assert_eq!(w.answered(true), None);
+        assert!(w.starts_now() && w.lazy_now());
+    }
+
+    /// Commands arriving together share writes: while one starting write is in flight, the
+    /// next starting commands wait, and their entries go in one write when it is answered.
+    #[test]
+    fn starting_commands_arriving_together_share_the_next_write() {
+        let mut w = Writer::default();
+        w.issued(true);
+        assert!(!w.starts_now());
+        let (tx, _rx) = oneshot::channel();
+        w.waiters.push(tx);
+        w.dirty.insert("b".into());
+        assert_eq!(w.answered(true), Some(true));
+        // A lazy change waits for the writes in flight, then goes alone.
+        let mut w = Writer::default();
+        w.issued(true);
+        w.issued(false);
+        w.dirty.insert("done".into());
+        assert_eq!(w.answered(true), None);
+        assert_eq!(w.answered(false), Some(false));
+    }
 }
