@@ -54,8 +54,15 @@ pub async fn run(
                     authenticated = true;
                     on_auth();
                 }
+                let handed = !list.is_empty();
                 for parsed in list {
                     (handoff.command)(parsed);
+                }
+                // The commands just handed on start (their ledger entry, their tool's first
+                // call) before the next poll's fetch is made, so that the fetch's own work in
+                // this thread is not on their path.
+                if handed {
+                    crate::js::yield_now().await;
                 }
             }
         }
