@@ -82,19 +82,32 @@ pub async fn run(
 }
 
 /// Runs `fut` while posting the results that arrive meanwhile; `None` when the session
-/// dropped the connection.
+/// dropped the connection. A result ready is posted before `fut` is first polled (the next
+/// poll's fetch is made after the POST of a result that was ready, not before it).
 async fn pump<T>(
     fut: impl Future<Output = T>,
     outgoing: &mut mpsc::UnboundedReceiver<CommandResult>,
     config: &ConnectionConfig,
     handoff: Handoff,
 ) -> Option<T> {
+    let post = |result| {
+        spawn_local(post_result(config.clone(), result, handoff.undelivered).map(drop));
+    };
+    let mut posted = false;
+    while let Ok(result) = outgoing.try_recv() {
+        post(result);
+        posted = true;
+    }
+    if posted {
+        // Their POSTs are made first.
+        crate::js::yield_now().await;
+    }
     let mut fut = Box::pin(fut);
     loop {
         match select(fut, outgoing.next()).await {
             Either::Left((v, _)) => return Some(v),
             Either::Right((Some(result), rest)) => {
-                spawn_local(post_result(config.clone(), result, handoff.undelivered).map(drop));
+                post(result);
                 fut = rest;
             }
             Either::Right((None, _)) => return None,
