@@ -59,9 +59,12 @@ chrome.debugger.onEvent.addListener((source, method, params) => {
   saw("debugger");
   ready.then(() => worker.onDebuggerEvent(source, method, params ?? null));
 });
-chrome.storage.onChanged.addListener((changes, area) => {
+// Only the local area's changes: the delivery ledger is written to the session area on every
+// command, and a listener for every area would have Chrome dispatch each of those writes back
+// to this worker as an event, on the path of the next command.
+chrome.storage.local.onChanged.addListener((changes) => {
   saw("storage");
-  if (area === "local" && changes.debuggerIdleSeconds) ready.then(() => worker.onIdleSettingChanged());
+  if (changes.debuggerIdleSeconds) ready.then(() => worker.onIdleSettingChanged());
 });
 chrome.tabs.onCreated.addListener((tab) => {
   saw("tabs");

@@ -69,6 +69,12 @@ pub fn now_ms() -> f64 {
     js_sys::Date::now()
 }
 
+/// Lets the tasks already scheduled run first (one turn of the microtask queue).
+pub async fn yield_now() {
+    let _ =
+        wasm_bindgen_futures::JsFuture::from(js_sys::Promise::resolve(&JsValue::UNDEFINED)).await;
+}
+
 pub async fn sleep_ms(ms: u32) {
     gloo_timers::future::TimeoutFuture::new(ms).await;
 }

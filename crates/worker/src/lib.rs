@@ -41,7 +41,7 @@ pub fn on_alarm(name: String) {
     }
 }
 
-/// `chrome.storage.onChanged` for the debugger's idle period: applied at once.
+/// `chrome.storage.local.onChanged` for the debugger's idle period: applied at once.
 #[wasm_bindgen(js_name = onIdleSettingChanged)]
 pub fn on_idle_setting_changed() {
     cdp::idle::setting_changed();

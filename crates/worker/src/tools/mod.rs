@@ -101,19 +101,81 @@ where
     }
 }
 
-/// The one path of every command: lookup, schema, group, the guards the tool's policy asks for,
-/// run.
-pub async fn dispatch(name: &str, args: Map<String, Value>) -> Outcome {
+/// A command whose tool exists and whose arguments its schema accepts: ready to [`run`].
+///
+/// [`run`]: Checked::run
+pub struct Checked {
+    tool: &'static Tool,
+    args: Map<String, Value>,
+}
+
+/// Why a command can't run as sent. Nothing was done for it.
+pub enum Refused {
+    /// Said at once: an unknown tool, or arguments its schema refuses.
+    Now(String),
+    /// A `tabId` its schema refuses: said with the tabs there are, which are looked up.
+    Tab { tool: &'static str, message: String },
+}
+
+impl Refused {
+    /// The tool named, when it exists.
+    pub fn tool_name(&self) -> &'static str {
+        match self {
+            Refused::Now(_) => "",
+            Refused::Tab { tool, .. } => tool,
+        }
+    }
+
+    /// What the model reads.
+    pub async fn message(self) -> String {
+        match self {
+            Refused::Now(message) => message,
+            Refused::Tab { message, .. } => {
+                format!("{message} {}", group::valid_tabs_note().await)
+            }
+        }
+    }
+}
+
+/// The first steps of every command's path, taken without an await: lookup and schema.
+pub fn check(name: &str, args: Map<String, Value>) -> Result<Checked, Refused> {
     let found = TOOLS.iter().find(|t| t.name == name);
     let (Some(tool), Some(input_schema)) = (found, protocol::catalog::input_schema(name)) else {
-        return Err(format!("Unknown tool: {name}"));
+        return Err(Refused::Now(format!("Unknown tool: {name}")));
     };
     if let Err(e) = schema::check_args_at(input_schema, &args) {
         if e.argument == "tabId" {
-            return Err(format!("{} {}", e.message, group::valid_tabs_note().await));
+            return Err(Refused::Tab {
+                tool: tool.name,
+                message: e.message,
+            });
         }
-        return Err(e.message);
+        return Err(Refused::Now(e.message));
     }
+    Ok(Checked { tool, args })
+}
+
+/// The one path of every command: lookup, schema, group, the guards the tool's policy asks for,
+/// run.
+pub async fn dispatch(name: &str, args: Map<String, Value>) -> Outcome {
+    match check(name, args) {
+        Ok(command) => command.run().await,
+        Err(refused) => Err(refused.message().await),
+    }
+}
+
+impl Checked {
+    pub fn tool_name(&self) -> &'static str {
+        self.tool.name
+    }
+
+    /// The rest of the path: group, the guards the tool's policy asks for, run.
+    pub async fn run(self) -> Outcome {
+        run_checked(self.tool, self.args).await
+    }
+}
+
+async fn run_checked(tool: &'static Tool, args: Map<String, Value>) -> Outcome {
     let Some(access) = tool.tab else {
         return (tool.run)(args).await;
     };
@@ -301,6 +363,37 @@ mod tests {
             .map(|t| t.name)
             .collect();
         assert_eq!(under_dialog, ["tabs_close_mcp", "handle_dialog"]);
+    }
+
+    /// What a command needs before it runs: refused at once (no await, nothing done), refused
+    /// with the tabs listed, or checked.
+    #[test]
+    fn check_refuses_before_anything_is_done() {
+        use super::{check, Refused};
+        let args = |v: Value| v.as_object().cloned().unwrap_or_default();
+        assert!(matches!(
+            check("no_such_tool", args(serde_json::json!({}))),
+            Err(Refused::Now(m)) if m == "Unknown tool: no_such_tool"
+        ));
+        assert!(matches!(
+            check("javascript_tool", args(serde_json::json!({"tabId": 1}))),
+            Err(Refused::Now(_))
+        ));
+        assert!(matches!(
+            check(
+                "javascript_tool",
+                args(serde_json::json!({"tabId": "one", "text": "1"}))
+            ),
+            Err(Refused::Tab {
+                tool: "javascript_tool",
+                ..
+            })
+        ));
+        let ok = check(
+            "javascript_tool",
+            args(serde_json::json!({"tabId": 1, "text": "1+1"})),
+        );
+        assert!(matches!(ok, Ok(c) if c.tool_name() == "javascript_tool"));
     }
 
     #[test]

@@ -2,7 +2,6 @@
 //! a response body as a stream of byte chunks, and POSTing a result with bounded retries.
 
 use crate::js::{error_text, sleep_ms, with_timeout};
-use crate::session;
 use js_sys::{Object, Reflect, Uint8Array};
 use protocol::{CommandResult, ConnectionConfig};
 use wasm_bindgen::prelude::*;
@@ -137,9 +136,14 @@ impl BodyReader {
 }
 
 /// POSTs a result to `{serverUrl}{resultPath}`, retrying a failed POST (same commandId) a few
-/// times; a result that still can't be delivered goes back to the session's outbox. Returns
-/// `false` when no attempt reached the server at all (no HTTP answer): the backend is gone.
-pub async fn post_result(config: ConnectionConfig, result: CommandResult) -> bool {
+/// times; a result that still can't be delivered is handed to `undelivered` (the session's
+/// outbox). Returns `false` when no attempt reached the server at all (no HTTP answer): the
+/// backend is gone.
+pub async fn post_result(
+    config: ConnectionConfig,
+    result: CommandResult,
+    undelivered: fn(CommandResult),
+) -> bool {
     let url = config.result_url();
     let body = serde_json::to_string(&result).unwrap_or_default();
     let mut wait = 500;
@@ -169,6 +173,6 @@ pub async fn post_result(config: ConnectionConfig, result: CommandResult) -> boo
             }
         }
     }
-    session::undelivered(result);
+    undelivered(result);
     reached
 }

@@ -4,9 +4,8 @@
 //! means the token was revoked or the server disconnected this browser.
 
 use super::http::{post_result, request, Abort};
-use super::Ended;
+use super::{Ended, Handoff};
 use crate::js::{sleep_ms, with_timeout};
-use crate::session;
 use futures_channel::mpsc;
 use futures_util::future::{select, Either};
 use futures_util::FutureExt;
@@ -25,6 +24,7 @@ enum Polled {
 pub async fn run(
     config: &ConnectionConfig,
     long: bool,
+    handoff: Handoff,
     mut outgoing: mpsc::UnboundedReceiver<CommandResult>,
     mut on_auth: impl FnMut(),
 ) -> Ended {
@@ -42,7 +42,7 @@ pub async fn run(
         let url = format!("{base}{sep}wait={wait}");
         let abort = Abort::new();
         let poll = poll_once(config, &url, wait, abort.as_ref(), authenticated);
-        let polled = match pump(poll, &mut outgoing, config).await {
+        let polled = match pump(poll, &mut outgoing, config, handoff).await {
             Some(p) => p,
             None => return Ended::Stopped,
         };
@@ -54,15 +54,27 @@ pub async fn run(
                     authenticated = true;
                     on_auth();
                 }
+                let handed = !list.is_empty();
                 for parsed in list {
-                    session::receive_parsed(parsed);
+                    (handoff.command)(parsed);
+                }
+                // The commands just handed on start (their ledger entry, their tool's first
+                // call) before the next poll's fetch is made, so that the fetch's own work in
+                // this thread is not on their path.
+                if handed {
+                    crate::js::yield_now().await;
                 }
             }
         }
         if !long
-            && pump(sleep_ms(SHORT_POLL_INTERVAL_MS), &mut outgoing, config)
-                .await
-                .is_none()
+            && pump(
+                sleep_ms(SHORT_POLL_INTERVAL_MS),
+                &mut outgoing,
+                config,
+                handoff,
+            )
+            .await
+            .is_none()
         {
             return Ended::Stopped;
         }
@@ -70,18 +82,32 @@ pub async fn run(
 }
 
 /// Runs `fut` while posting the results that arrive meanwhile; `None` when the session
-/// dropped the connection.
+/// dropped the connection. A result ready is posted before `fut` is first polled (the next
+/// poll's fetch is made after the POST of a result that was ready, not before it).
 async fn pump<T>(
     fut: impl Future<Output = T>,
     outgoing: &mut mpsc::UnboundedReceiver<CommandResult>,
     config: &ConnectionConfig,
+    handoff: Handoff,
 ) -> Option<T> {
+    let post = |result| {
+        spawn_local(post_result(config.clone(), result, handoff.undelivered).map(drop));
+    };
+    let mut posted = false;
+    while let Ok(result) = outgoing.try_recv() {
+        post(result);
+        posted = true;
+    }
+    if posted {
+        // Their POSTs are made first.
+        crate::js::yield_now().await;
+    }
     let mut fut = Box::pin(fut);
     loop {
         match select(fut, outgoing.next()).await {
             Either::Left((v, _)) => return Some(v),
             Either::Right((Some(result), rest)) => {
-                spawn_local(post_result(config.clone(), result).map(drop));
+                post(result);
                 fut = rest;
             }
             Either::Right((None, _)) => return None,

@@ -1,10 +1,25 @@
 //! Transports: each turns a connection config into commands in and results out, and nothing
-//! more. The session decides when to connect, what to do with commands, and when to stop.
+//! more. The session decides when to connect, what to do with commands, and when to stop; it
+//! gives each connection a [`Handoff`], and a transport knows nothing else of it.
+
+use protocol::{Command, CommandResult, Malformed};
 
 pub mod http;
 pub mod http_poll;
 pub mod sse_http;
 pub mod websocket;
+
+/// Where a transport hands on what it reads, given by the session.
+#[derive(Clone, Copy)]
+pub struct Handoff {
+    /// A command as read, or why it could not be read (answered by its id when it has one).
+    pub command: fn(Result<Command, Malformed>),
+    /// The backend's `error` frame: shown in the status; the connection stays.
+    pub server_said: fn(&str),
+    /// A result that could not be delivered (a POST that kept failing): kept for the next
+    /// connection.
+    pub undelivered: fn(CommandResult),
+}
 
 /// Why a connection ended.
 #[derive(Debug)]

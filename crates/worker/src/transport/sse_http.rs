@@ -11,9 +11,8 @@
 //! result.
 
 use super::http::{post_result, request, Abort};
-use super::Ended;
+use super::{Ended, Handoff};
 use crate::js::with_timeout;
-use crate::session;
 use futures_channel::mpsc;
 use futures_util::future::{select, Either};
 use futures_util::StreamExt;
@@ -25,6 +24,7 @@ const OPEN_TIMEOUT_MS: u32 = 10_000;
 
 pub async fn run(
     config: &ConnectionConfig,
+    handoff: Handoff,
     mut outgoing: mpsc::UnboundedReceiver<CommandResult>,
     mut on_auth: impl FnMut(),
 ) -> Ended {
@@ -78,7 +78,7 @@ pub async fn run(
             Either::Right(Either::Left((Some(result), _))) => {
                 let (config, gone) = (config.clone(), unreachable_tx.clone());
                 spawn_local(async move {
-                    if !post_result(config, result).await {
+                    if !post_result(config, result, handoff.undelivered).await {
                         let _ = gone.unbounded_send(());
                     }
                 });
@@ -104,7 +104,7 @@ pub async fn run(
                 };
                 for ev in events {
                     match ev.event.as_str() {
-                        "message" => session::receive_parsed(Command::parse(&ev.data)),
+                        "message" => (handoff.command)(Command::parse(&ev.data)),
                         "disconnect" => return Ended::Disconnected(super::short(&ev.data)),
                         _ => {}
                     }

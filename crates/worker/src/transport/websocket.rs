@@ -1,8 +1,7 @@
 //! The WebSocket transport: first frame `auth`, then `command` frames in and `result` frames out.
 
-use super::Ended;
+use super::{Ended, Handoff};
 use crate::js::with_timeout;
-use crate::session;
 use futures_channel::mpsc;
 use futures_util::future::{select, Either};
 use futures_util::{SinkExt, StreamExt};
@@ -17,6 +16,7 @@ const OPEN_TIMEOUT_MS: u32 = 10_000;
 /// when the session drops its sender, the socket is closed and `Stopped` returned.
 pub async fn run(
     config: &ConnectionConfig,
+    handoff: Handoff,
     mut outgoing: mpsc::UnboundedReceiver<CommandResult>,
     mut on_auth: impl FnMut(),
 ) -> Ended {
@@ -93,9 +93,9 @@ pub async fn run(
                         authenticated = true;
                         on_auth();
                     }
-                    session::receive(Command { id, tool, args });
+                    (handoff.command)(Ok(Command { id, tool, args }));
                 }
-                Ok(ServerFrame::Error { message }) => session::server_said(&message),
+                Ok(ServerFrame::Error { message }) => (handoff.server_said)(&message),
                 Ok(ServerFrame::Unknown) => {}
                 // A command that can't run is answered by its id; other broken frames are
                 // logged.
@@ -104,7 +104,7 @@ pub async fn run(
                         authenticated = true;
                         on_auth();
                     }
-                    session::receive_parsed(Err(malformed));
+                    (handoff.command)(Err(malformed));
                 }
             },
             Either::Left(Some(Ok(Message::Bytes(_)))) => {}

@@ -1,0 +1,328 @@
+//! Delivery: every command id runs once (across worker restarts too), commands for one tab run
+//! in order and commands for different tabs concurrently, and every result is answered through
+//! the live connection or kept in the outbox until the next one. What must survive a worker
+//! restart (the ledger of ids, the outbox) is written by [`store`], off the command's path.
+
+mod store;
+
+use crate::js::{log, with_timeout};
+use crate::tools::{self, Checked, Refused};
+use futures_channel::{mpsc, oneshot};
+use protocol::{Command, CommandResult, Malformed, Outcome};
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet, VecDeque};
+use wasm_bindgen_futures::spawn_local;
+
+pub use store::restore;
+
+/// Every command is answered within this (shared with backends: `protocol::bounds`).
+const COMMAND_TIMEOUT_MS: u32 = protocol::bounds::COMMAND_MS;
+/// The outbox holds at most this many results and bytes (chrome.storage.session has 10 MB);
+/// past that the oldest result is dropped.
+const OUTBOX_MAX: usize = 128;
+const OUTBOX_BYTES: usize = 6 << 20;
+/// Ids remembered (in memory and in the stored ledger).
+const SEEN_MAX: usize = 512;
+/// A finished command's result is kept for a redelivered id when smaller than this.
+const KEEP_RESULT_BYTES: usize = 64 << 10;
+
+/// What the session knows of a command id.
+enum Seen {
+    Running,
+    /// Finished; the result when small enough to answer a redelivery with it.
+    Done(Option<CommandResult>),
+}
+
+#[derive(Default)]
+struct Delivery {
+    /// The live, authenticated connection's outgoing results.
+    sender: Option<mpsc::UnboundedSender<CommandResult>>,
+    /// Results produced while no connection was up, delivered on the next one.
+    outbox: VecDeque<(CommandResult, usize)>,
+    seen: HashMap<String, Seen>,
+    seen_order: VecDeque<String>,
+    /// Each remembered id's number (its ledger slot is the number modulo `SEEN_MAX`).
+    seen_n: HashMap<String, u64>,
+    next_n: u64,
+    /// Running ids still waiting for their tab's turn (not started).
+    waiting: HashSet<String>,
+    /// Per tab, the last queued command: commands for one tab run in order.
+    tab_tails: HashMap<i64, (u64, oneshot::Receiver<()>)>,
+    next_seq: u64,
+    /// Commands between their start and their answer.
+    in_flight: usize,
+    /// What the stored copy lacks, and the writes under way.
+    store: store::Writer,
+}
+
+thread_local! {
+    static DELIVERY: RefCell<Delivery> = RefCell::new(Delivery::default());
+}
+
+fn with<R>(f: impl FnOnce(&mut Delivery) -> R) -> R {
+    DELIVERY.with(|d| f(&mut d.borrow_mut()))
+}
+
+impl Delivery {
+    fn remember(&mut self, id: &str, seen: Seen) {
+        let n = self.next_n;
+        self.remember_as(id, seen, n);
+    }
+
+    /// Remembers `id` as the `n`th id seen (restored ids keep the number they were stored
+    /// with, so they keep their slot).
+    fn remember_as(&mut self, id: &str, seen: Seen, n: u64) {
+        if self.seen.insert(id.to_string(), seen).is_none() {
+            self.seen_order.push_back(id.to_string());
+            self.seen_n.insert(id.to_string(), n);
+            self.next_n = self.next_n.max(n + 1);
+        }
+        self.store.dirty.insert(id.to_string());
+        while self.seen_order.len() > SEEN_MAX {
+            if let Some(old) = self.seen_order.pop_front() {
+                self.seen.remove(&old);
+                self.seen_n.remove(&old);
+                // Its slot is taken by the id just remembered.
+                self.store.dirty.remove(&old);
+            }
+        }
+    }
+
+    /// Marks a remembered id's stored entry as behind (its stage changed).
+    fn touch(&mut self, id: &str) {
+        if self.seen.contains_key(id) {
+            self.store.dirty.insert(id.to_string());
+        }
+    }
+
+    fn queue(&mut self, result: CommandResult) {
+        self.store.outbox_dirty = true;
+        let size = result.payload_len();
+        self.outbox.push_back((result, size));
+        let mut bytes: usize = self.outbox.iter().map(|(_, n)| n).sum();
+        while self.outbox.len() > OUTBOX_MAX || (bytes > OUTBOX_BYTES && self.outbox.len() > 1) {
+            if let Some((dropped, n)) = self.outbox.pop_front() {
+                bytes -= n;
+                log(&format!(
+                    "outbox full: dropped the undelivered result of {}",
+                    dropped.command_id
+                ));
+            }
+        }
+    }
+}
+
+/// A connection was accepted: its results go to `tx`, and what waited in the outbox is sent
+/// on it now.
+pub fn connected(tx: mpsc::UnboundedSender<CommandResult>) {
+    let waiting = with(|d| {
+        d.sender = Some(tx.clone());
+        d.outbox.drain(..).map(|(r, _)| r).collect::<Vec<_>>()
+    });
+    let flushed = !waiting.is_empty();
+    for result in waiting {
+        let _ = tx.unbounded_send(result);
+    }
+    if flushed {
+        with(|d| d.store.outbox_dirty = true);
+        store::flush_soon();
+    }
+}
+
+/// No connection now: results wait in the outbox.
+pub fn disconnected() {
+    with(|d| d.sender = None);
+}
+
+/// A command as a transport read it, from any transport: run once per id (across worker
+/// restarts), in order per tab and concurrently across tabs, answered through the live
+/// connection or the outbox. One that can't run but carries an id is answered with its error,
+/// exactly once per id like any command; one without an id is only logged.
+pub fn receive(parsed: Result<Command, Malformed>) {
+    match parsed {
+        Ok(cmd) => match admit(&cmd.id, None) {
+            Next::Wait => {}
+            Next::Answer(r) => {
+                deliver(r);
+            }
+            Next::Run => spawn_local(run_command(cmd)),
+        },
+        Err(Malformed {
+            id: Some(id),
+            error,
+        }) => {
+            let refused = CommandResult::error(id.clone(), error);
+            match admit(&id, Some(refused)) {
+                Next::Answer(r) => {
+                    deliver(r);
+                    store::flush_soon();
+                }
+                Next::Wait | Next::Run => {}
+            }
+        }
+        Err(Malformed { id: None, error }) => log(&format!("ignored {error}")),
+    }
+}
+
+enum Next {
+    Run,
+    Wait,
+    Answer(CommandResult),
+}
+
+/// What to do with an id: run it (first seen), wait for its running result, or answer from what
+/// is kept. `refused`: the id's answer is already known (a malformed command), kept as done.
+fn admit(id: &str, refused: Option<CommandResult>) -> Next {
+    with(|d| {
+        match d.seen.get(id) {
+        None => match refused {
+            Some(r) => {
+                d.remember(id, Seen::Done(Some(r.clone())));
+                Next::Answer(r)
+            }
+            None => {
+                d.remember(id, Seen::Running);
+                Next::Run
+            }
+        },
+        Some(Seen::Running) => Next::Wait, // its result will come
+        Some(Seen::Done(Some(r))) => Next::Answer(r.clone()),
+        Some(Seen::Done(None)) => Next::Answer(CommandResult {
+            command_id: id.to_string(),
+            outcome: Outcome::Error {
+                error: "This command id was already executed by this browser (its result was sent then); it is not run twice.".into(),
+            },
+        }),
+    }
+    })
+}
+
+async fn run_command(cmd: Command) {
+    with(|d| d.in_flight += 1);
+    // A tool the catalog marks `outsideTabOrder` (listing a tab's page tools) only reads, so it
+    // does not wait behind the tab's running commands.
+    let ordered = protocol::tool(&cmd.tool).is_none_or(|spec| !spec.outside_tab_order);
+    let tab = cmd
+        .args
+        .get("tabId")
+        .and_then(serde_json::Value::as_i64)
+        .filter(|_| ordered);
+    let turn = tab.map(|tab| {
+        let (done, rx) = oneshot::channel();
+        let (seq, previous) = with(|d| {
+            d.next_seq += 1;
+            let seq = d.next_seq;
+            (seq, d.tab_tails.insert(tab, (seq, rx)).map(|(_, rx)| rx))
+        });
+        (tab, seq, done, previous)
+    });
+    let waits = turn.as_ref().is_some_and(|t| t.3.is_some());
+    if waits {
+        with(|d| d.waiting.insert(cmd.id.clone()));
+    }
+    let checked = tools::check(&cmd.tool, cmd.args);
+    // The id is stored (running, or waiting for its turn) before the tool starts, so a
+    // restarted worker never runs it again and can say whether it had started: issued here,
+    // ahead of the tool's first extension API call (see `store`). A command refused at once
+    // (an unknown tool, arguments its schema refuses) does nothing and is answered now, so it
+    // is not stored before its answer: run again after a restart, it would answer the same.
+    let refused_now = matches!(checked, Err(Refused::Now(_)));
+    if waits || !refused_now {
+        store::stored_before_acting().await;
+    }
+    let turn = match turn {
+        Some((tab, seq, done, previous)) => {
+            if let Some(previous) = previous {
+                let _ = previous.await;
+            }
+            Some((tab, seq, done))
+        }
+        None => None,
+    };
+    if waits {
+        with(|d| {
+            d.waiting.remove(&cmd.id);
+            d.touch(&cmd.id);
+        });
+        if checked.is_ok() {
+            store::stored_before_acting().await;
+        }
+    }
+    let outcome = run(checked).await;
+    if let Some((tab, seq, done)) = turn {
+        let _ = done.send(());
+        with(|d| {
+            if d.tab_tails.get(&tab).is_some_and(|(q, _)| *q == seq) {
+                d.tab_tails.remove(&tab);
+            }
+        });
+    }
+    let result = CommandResult {
+        command_id: cmd.id.clone(),
+        outcome,
+    };
+    let small = result.payload_len() < KEEP_RESULT_BYTES;
+    with(|d| {
+        if d.seen.contains_key(&cmd.id) {
+            d.seen
+                .insert(cmd.id.clone(), Seen::Done(small.then(|| result.clone())));
+            d.touch(&cmd.id);
+        }
+        d.in_flight -= 1;
+    });
+    // Queued in the outbox (no connection): written at once.
+    if !deliver(result) {
+        store::flush_later();
+    }
+}
+
+/// Runs a tool through the one dispatch path, bounded in time.
+pub async fn execute(tool: &str, args: serde_json::Map<String, serde_json::Value>) -> Outcome {
+    run(tools::check(tool, args)).await
+}
+
+/// Runs a checked command bounded in time, or says why it can't run.
+async fn run(checked: Result<Checked, Refused>) -> Outcome {
+    let outcome = match checked {
+        Ok(command) => bounded(command.tool_name(), command.run()).await,
+        Err(Refused::Now(error)) => Err(error),
+        Err(refused) => bounded(refused.tool_name(), async { Err(refused.message().await) }).await,
+    };
+    match outcome {
+        Ok(result) => Outcome::Result { result },
+        Err(error) => Outcome::Error { error },
+    }
+}
+
+async fn bounded(
+    tool: &str,
+    work: impl std::future::Future<Output = tools::Outcome>,
+) -> tools::Outcome {
+    let step = format!("The {tool} command");
+    with_timeout(COMMAND_TIMEOUT_MS, &step, work)
+        .await
+        .and_then(|outcome| outcome)
+}
+
+/// Sends the result on the live connection, or keeps it in the outbox (then true, and the
+/// outbox is written soon).
+fn deliver(result: CommandResult) -> bool {
+    let queued = with(|d| {
+        let unsent = match &d.sender {
+            Some(tx) => tx.unbounded_send(result).err().map(|e| e.into_inner()),
+            None => Some(result),
+        };
+        unsent.map(|r| d.queue(r)).is_some()
+    });
+    if queued {
+        store::flush_soon();
+    }
+    queued
+}
+
+/// A result the transport could not deliver (a POST that kept failing): back to the outbox,
+/// sent on the next connection.
+pub fn undelivered(result: CommandResult) {
+    with(|d| d.queue(result));
+    store::flush_soon();
+}

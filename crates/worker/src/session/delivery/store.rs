@@ -1,0 +1,325 @@
+//! What of delivery survives a worker restart, in chrome.storage.session: the ledger of ids
+//! executed, running or queued, as a ring of `SEEN_MAX` slots (`delivery.0` …
+//! `delivery.511`), one small entry per id, so a command writes only its own entry; and
+//! undelivered results under their own key, written only when the outbox changes.
+//!
+//! No command waits for a write's answer. Chrome handles a worker's extension API calls in the
+//! order the worker makes them, and applies a session-storage write when it handles it. A
+//! command's entry in a write issued before its tool makes its first extension API call
+//! (`chrome.tabs`, `chrome.debugger`, …: everything a tool does to the browser goes through
+//! one) is therefore stored before anything the tool does reaches the browser; a worker stopped
+//! before Chrome handled the write has none of the tool's calls handled either. Waiting for the
+//! write's answer would only add its round trip to every command.
+//!
+//! The writes, and which wait for which:
+//! - A starting command's entry ([`stored_before_acting`]) is issued at once, unless a write
+//!   carrying other starting commands' entries is in flight (commands arriving together): its
+//!   entry then goes in the next write, issued as soon as that one is answered, with
+//!   everything that changed meanwhile, so a stream of commands costs a few writes, not one
+//!   each, and Chrome is never handed more than it keeps up with.
+//! - Everything else (finished commands' entries, the outbox) is written lazily ([`flush`]):
+//!   at once when no write is in flight, else when the last one is answered. A starting
+//!   command never waits behind such a write.
+
+use super::{with, Delivery, Seen, SEEN_MAX};
+use crate::chrome::storage::{self, Area};
+use crate::js::{log, sleep_ms};
+use futures_channel::oneshot;
+use protocol::CommandResult;
+use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
+use wasm_bindgen_futures::spawn_local;
+
+const LEDGER_PREFIX: &str = "delivery.";
+const OUTBOX_KEY: &str = "outbox";
+/// How long a finished command's "done" entry may wait for the next write while other commands
+/// run (under a stream of commands it rides along with the next one's entry).
+const LATER_MS: u32 = 20;
+
+/// Where a command id stands, as stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Stage {
+    /// Received, waiting for its tab's turn: not started.
+    Queued,
+    Running,
+    Done,
+}
+
+/// One ledger slot: the id, its place in the order ids were first seen, its stage.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Slot {
+    id: String,
+    n: u64,
+    s: Stage,
+}
+
+/// What the stored copy lacks, and the writes under way.
+#[derive(Default)]
+pub(super) struct Writer {
+    /// Ids whose stored ledger entry is behind, and whether the stored outbox is.
+    pub(super) dirty: HashSet<String>,
+    pub(super) outbox_dirty: bool,
+    /// A `flush_soon` is scheduled; a `flush_later`.
+    flush_scheduled: bool,
+    flush_timer: bool,
+    /// Writes issued and not answered yet, and how many of them carry starting commands'
+    /// entries.
+    writes: u32,
+    starting_writes: u32,
+    /// Starting commands whose entry waits for the next write.
+    waiters: Vec<oneshot::Sender<()>>,
+}
+
+impl Writer {
+    /// Whether a starting command's entry is issued in a write of its own now (else it waits
+    /// for the next write, issued when the starting commands' write in flight is answered).
+    fn starts_now(&self) -> bool {
+        self.starting_writes == 0
+    }
+
+    /// Whether a lazy write may be issued now.
+    fn lazy_now(&self) -> bool {
+        self.writes == 0
+    }
+
+    fn issued(&mut self, starting: bool) {
+        self.writes += 1;
+        self.starting_writes += u32::from(starting);
+    }
+
+    /// A write was answered: the next to issue, if any (`Some(true)`: one carrying the
+    /// entries of the starting commands waiting for it).
+    fn answered(&mut self, starting: bool) -> Option<bool> {
+        self.writes -= 1;
+        self.starting_writes -= u32::from(starting);
+        if !self.waiters.is_empty() && self.starting_writes == 0 {
+            Some(true)
+        } else if self.writes == 0 && (!self.dirty.is_empty() || self.outbox_dirty) {
+            Some(false)
+        } else {
+            None
+        }
+    }
+}
+
+impl Delivery {
+    /// The stored entry of a remembered id, as it stands now.
+    fn slot(&self, id: &str) -> Option<(String, Slot)> {
+        let n = *self.seen_n.get(id)?;
+        let s = match self.seen.get(id)? {
+            Seen::Running if self.waiting.contains(id) => Stage::Queued,
+            Seen::Running => Stage::Running,
+            Seen::Done(_) => Stage::Done,
+        };
+        let key = format!("{LEDGER_PREFIX}{}", n % SEEN_MAX as u64);
+        let slot = Slot {
+            id: id.to_string(),
+            n,
+            s,
+        };
+        Some((key, slot))
+    }
+}
+
+/// Returns once this command's entry is in a write issued to Chrome: at once, unless a write
+/// carrying other starting commands' entries is in flight; then when that one is answered and
+/// the next, which carries this entry, is issued.
+pub(super) async fn stored_before_acting() {
+    if with(|d| d.store.starts_now()) {
+        issue(true);
+        return;
+    }
+    let (tx, rx) = oneshot::channel();
+    with(|d| d.store.waiters.push(tx));
+    let _ = rx.await;
+}
+
+/// Writes what changed, lazily: now when no write is in flight, else once the last one is
+/// answered.
+pub(super) fn flush() {
+    if with(|d| d.store.lazy_now()) {
+        issue(false);
+    }
+}
+
+/// Issues the write of what changed; `starting`: it carries starting commands' entries (the
+/// caller's, and those of the commands waiting for it). Once it is answered, issues the next
+/// if more changed meanwhile.
+fn issue(starting: bool) {
+    let (slots, outbox, waiters) = with(|d| {
+        d.store.flush_scheduled = false;
+        let ids: Vec<String> = d.store.dirty.drain().collect();
+        let slots: Vec<(String, Slot)> = ids.iter().filter_map(|id| d.slot(id)).collect();
+        let outbox = std::mem::take(&mut d.store.outbox_dirty)
+            .then(|| d.outbox.iter().map(|(r, _)| r.clone()).collect::<Vec<_>>());
+        (slots, outbox, std::mem::take(&mut d.store.waiters))
+    });
+    let starting = starting || !waiters.is_empty();
+    if slots.is_empty() && outbox.is_none() {
+        // Everything is in writes already issued.
+        for w in waiters {
+            let _ = w.send(());
+        }
+        return;
+    }
+    let items = js_sys::Object::new();
+    let put = |key: &str, value: Result<wasm_bindgen::JsValue, String>| match value {
+        Ok(v) => {
+            let _ = js_sys::Reflect::set(&items, &key.into(), &v);
+        }
+        Err(e) => log(&format!("cannot store {key}: {e}")),
+    };
+    for (key, slot) in &slots {
+        put(key, crate::js::to_js(slot));
+    }
+    if let Some(outbox) = &outbox {
+        put(OUTBOX_KEY, crate::js::to_js(outbox));
+    }
+    let written = storage::set_session_now(&items);
+    with(|d| d.store.issued(starting));
+    // Their entries are in the write just issued.
+    for w in waiters {
+        let _ = w.send(());
+    }
+    spawn_local(async move {
+        if let Err(e) = written.await {
+            log(&format!("cannot store the delivery state: {e}"));
+        }
+        if let Some(starting) = with(|d| d.store.answered(starting)) {
+            issue(starting);
+        }
+    });
+}
+
+/// [`flush`] once the current task yields: a burst of changes (results of commands that
+/// finished together) is written in one call. For changes no tool's act depends on.
+pub(super) fn flush_soon() {
+    if with(|d| std::mem::replace(&mut d.store.flush_scheduled, true)) {
+        return;
+    }
+    spawn_local(async { flush() });
+}
+
+/// For a finished command's entry: written with the next command's entry while other commands
+/// are running (so a stream of commands costs one write each, not two), else at once
+/// ([`flush_soon`]); within `LATER_MS` in any case. Until then a restarted worker would take
+/// the id for one interrupted while running: answered with that error, never run again.
+pub(super) fn flush_later() {
+    if with(|d| d.in_flight == 0) {
+        flush_soon();
+        return;
+    }
+    if with(|d| std::mem::replace(&mut d.store.flush_timer, true)) {
+        return;
+    }
+    spawn_local(async {
+        sleep_ms(LATER_MS).await;
+        with(|d| d.store.flush_timer = false);
+        flush();
+    });
+}
+
+thread_local! {
+    static RESTORED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Reads what the previous worker left (once per worker start): ids already executed (never
+/// run again), undelivered results, and commands that were running when it stopped (answered
+/// with an error).
+pub async fn restore() {
+    if RESTORED.with(|r| r.replace(true)) {
+        return;
+    }
+    let mut keys: Vec<String> = (0..SEEN_MAX)
+        .map(|i| format!("{LEDGER_PREFIX}{i}"))
+        .collect();
+    keys.push(OUTBOX_KEY.to_string());
+    let stored = match storage::get_many(Area::Session, &keys).await {
+        Ok(v) => v,
+        Err(e) => {
+            log(&format!("cannot read the delivery state: {e}"));
+            return;
+        }
+    };
+    let field = |key: &str| {
+        js_sys::Reflect::get(&stored, &key.into())
+            .ok()
+            .filter(|v| !v.is_undefined() && !v.is_null())
+    };
+    let mut slots: Vec<Slot> = keys[..SEEN_MAX]
+        .iter()
+        .filter_map(|k| field(k))
+        .filter_map(|v| crate::js::from_js(v).ok())
+        .collect();
+    slots.sort_by_key(|slot| slot.n);
+    let outbox: Vec<CommandResult> = field(OUTBOX_KEY)
+        .and_then(|v| crate::js::from_js(v).ok())
+        .unwrap_or_default();
+    with(|d| {
+        for r in outbox {
+            d.queue(r);
+        }
+        // What was read is what is stored: only what changes below is written back.
+        d.store.outbox_dirty = false;
+        for slot in slots {
+            let id = slot.id;
+            if slot.s == Stage::Done {
+                d.remember_as(&id, Seen::Done(None), slot.n);
+                d.store.dirty.remove(&id);
+                continue;
+            }
+            let error = if slot.s == Stage::Running {
+                "The extension's service worker was stopped while this command ran; it may have partly happened and was not run again. Check the page state before retrying."
+            } else {
+                "The extension's service worker was stopped before this command's turn came (it waited behind earlier commands for the same tab); it did not run, and is safe to send again."
+            };
+            let r = CommandResult::error(id.clone(), error);
+            d.remember_as(&id, Seen::Done(Some(r.clone())), slot.n);
+            d.queue(r);
+        }
+    });
+    flush();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Writer;
+    use futures_channel::oneshot;
+
+    /// A starting command never waits behind a write of finished entries or the outbox: its
+    /// entry is issued at once, beside it.
+    #[test]
+    fn a_starting_command_does_not_wait_behind_a_lazy_write() {
+        let mut w = Writer::default();
+        assert!(w.starts_now() && w.lazy_now());
+        w.issued(false);
+        assert!(w.starts_now(), "waited behind a write of finished entries");
+        assert!(!w.lazy_now(), "two lazy writes in flight");
+        w.issued(true);
+        // Answered in the order issued; nothing changed meanwhile: nothing more to write.
+        assert_eq!(w.answered(false), None);
+        assert_eq!(w.answered(true), None);
+        assert!(w.starts_now() && w.lazy_now());
+    }
+
+    /// Commands arriving together share writes: while one starting write is in flight, the
+    /// next starting commands wait, and their entries go in one write when it is answered.
+    #[test]
+    fn starting_commands_arriving_together_share_the_next_write() {
+        let mut w = Writer::default();
+        w.issued(true);
+        assert!(!w.starts_now());
+        let (tx, _rx) = oneshot::channel();
+        w.waiters.push(tx);
+        w.dirty.insert("b".into());
+        assert_eq!(w.answered(true), Some(true));
+        // A lazy change waits for the writes in flight, then goes alone.
+        let mut w = Writer::default();
+        w.issued(true);
+        w.issued(false);
+        w.dirty.insert("done".into());
+        assert_eq!(w.answered(true), None);
+        assert_eq!(w.answered(false), Some(false));
+    }
+}
