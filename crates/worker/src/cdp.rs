@@ -11,6 +11,7 @@ use futures_util::future::{select, Either};
 use serde_json::{json, Value};
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
+use wasm_bindgen::JsValue;
 
 /// Bound for one CDP call unless the caller gives its own.
 pub const DEFAULT_TIMEOUT_MS: u32 = 10_000;
@@ -76,6 +77,21 @@ pub async fn send_with_timeout(
     params: Value,
     timeout_ms: u32,
 ) -> Result<Value, String> {
+    debugger::json_result(send_js_with_timeout(tab_id, method, params, timeout_ms).await?)
+}
+
+/// [`send`] with Chrome's result as the JS object it is (read with [`crate::js::field`]): a large
+/// string in it (an image, a page's text) is read once, not stringified, parsed and copied.
+pub async fn send_js(tab_id: i32, method: &str, params: Value) -> Result<JsValue, String> {
+    send_js_with_timeout(tab_id, method, params, DEFAULT_TIMEOUT_MS).await
+}
+
+pub async fn send_js_with_timeout(
+    tab_id: i32,
+    method: &str,
+    params: Value,
+    timeout_ms: u32,
+) -> Result<JsValue, String> {
     crate::idle::touch(tab_id);
     ensure_attached(tab_id).await?;
     crate::boundary::check_known(tab_id)?;
@@ -93,7 +109,7 @@ pub async fn send_with_timeout(
             with_timeout(
                 timeout_ms,
                 method,
-                debugger::send_command(tab_id, method, &params),
+                debugger::send_command_js_in(tab_id, None, method, &params),
             )
             .await?
             .map_err(|e| format!("{method}: {e}"))
@@ -110,8 +126,10 @@ async fn unless_dialog(
     session: Option<&str>,
     method: &str,
     params: &Value,
-) -> Result<Value, String> {
-    let call = std::pin::pin!(debugger::send_command_in(tab_id, session, method, params));
+) -> Result<JsValue, String> {
+    let call = std::pin::pin!(debugger::send_command_js_in(
+        tab_id, session, method, params
+    ));
     if observers::open_dialog(tab_id).is_some() {
         return call.await;
     }
@@ -125,7 +143,7 @@ async fn unless_dialog(
     });
     match select(call, watch).await {
         Either::Left((r, _)) => r,
-        Either::Right((_, _)) if method.starts_with("Input.") => Ok(Value::Null),
+        Either::Right((_, _)) if method.starts_with("Input.") => Ok(JsValue::NULL),
         Either::Right((d, _)) => Err(format!(
             "a JavaScript {} dialog opened (\"{}\"); answer it with handle_dialog",
             d.kind, d.message
@@ -189,14 +207,15 @@ pub async fn send_to_with_timeout(
         unless_dialog(target.tab, Some(session), method, &params),
     )
     .await?;
-    out.map_err(|e| {
+    let out = out.map_err(|e| {
         if e.contains("Session with given id not found") || e.contains("not attached") {
             forget_child(target.tab, session);
             format!("{method}: {FRAME_GONE}")
         } else {
             format!("{method}: {e}")
         }
-    })
+    })?;
+    debugger::json_result(out)
 }
 
 /// Asks Chrome to attach the tab's out-of-process iframes as child sessions (and to report them
