@@ -695,6 +695,31 @@ async fn bounds_filters_subtrees_and_page_text() -> Result<()> {
         format!("Main title\n{inner}\nAfter the article.\nline one\nline two"),
         "{text}"
     );
+
+    // Beyond the bound (50,000 characters), with an emoji across the cut: the text ends before
+    // it (never half of it, which is no text at all) and says how much was left out; the title
+    // and address come first as always.
+    js(
+        &backend,
+        tab,
+        "document.body.innerHTML = `<p>${'a'.repeat(49999)}\u{1F600}${'b'.repeat(100)}</p>`; 1",
+    )
+    .await?;
+    let text = backend.text("get_page_text", json!({"tabId": tab})).await?;
+    let (head, body) = text.split_once("\n\n").unwrap_or_default();
+    assert_eq!(
+        head,
+        format!(
+            "Title: Fixture: long page\nURL: {}",
+            fixtures.url("long.html")
+        )
+    );
+    let expected = format!("{}\n… (truncated: 102 more characters)", "a".repeat(49999));
+    assert!(
+        body == expected,
+        "the end of the answer: {:?}",
+        body.get(body.len().saturating_sub(80)..).unwrap_or(body)
+    );
     Ok(())
 }
 

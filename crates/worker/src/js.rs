@@ -34,6 +34,14 @@ pub fn json_of(value: &JsValue) -> Result<serde_json::Value, String> {
     }
 }
 
+/// A field of a JS object (`undefined` when it has none, or is no object).
+pub fn field(value: &JsValue, key: &str) -> JsValue {
+    if !value.is_object() {
+        return JsValue::UNDEFINED;
+    }
+    js_sys::Reflect::get(value, &JsValue::from_str(key)).unwrap_or(JsValue::UNDEFINED)
+}
+
 /// A typed value from JS, through [`json_of`] and [`from_json`].
 pub fn from_js<T: DeserializeOwned>(value: JsValue) -> Result<T, String> {
     from_json(json_of(&value)?).map_err(|e| format!("unexpected value from Chrome: {e}"))

@@ -222,6 +222,17 @@ pub fn thrown(mut out: Value) -> Result<Value, Error> {
     }
 }
 
+/// [`thrown`] for a result kept as the JS object Chrome gave ([`super::send_js`]): only the
+/// exception's details, when there are any, are read into JSON.
+pub fn thrown_js(out: wasm_bindgen::JsValue) -> Result<wasm_bindgen::JsValue, Error> {
+    let details = crate::js::field(&out, "exceptionDetails");
+    if details.is_undefined() {
+        return Ok(out);
+    }
+    let details = crate::chrome::debugger::json_result(details).map_err(Error::Other)?;
+    Err(Error::Exception(Exception::new(details)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

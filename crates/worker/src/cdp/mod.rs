@@ -11,7 +11,7 @@ pub mod idle;
 pub mod record;
 
 pub use children::{child_sessions, embedder, session_of_frame};
-pub use error::{thrown, Error, Exception};
+pub use error::{thrown, thrown_js, Error, Exception};
 
 use crate::chrome::debugger;
 use crate::js::{sleep_ms, within};
@@ -19,6 +19,7 @@ use futures_util::future::{select, Either};
 use serde_json::{json, Value};
 use std::cell::RefCell;
 use std::collections::HashSet;
+use wasm_bindgen::JsValue;
 
 /// Bound for one CDP call unless the caller gives its own.
 pub const DEFAULT_TIMEOUT_MS: u32 = 10_000;
@@ -81,6 +82,21 @@ pub async fn send_with_timeout(
     params: Value,
     timeout_ms: u32,
 ) -> Result<Value, Error> {
+    json(send_js_with_timeout(tab_id, method, params, timeout_ms).await?)
+}
+
+/// [`send`] with Chrome's result as the JS object it is (read with [`crate::js::field`]): a large
+/// string in it (an image, a page's text) is read once, not stringified, parsed and copied.
+pub async fn send_js(tab_id: i32, method: &str, params: Value) -> Result<JsValue, Error> {
+    send_js_with_timeout(tab_id, method, params, DEFAULT_TIMEOUT_MS).await
+}
+
+pub async fn send_js_with_timeout(
+    tab_id: i32,
+    method: &str,
+    params: Value,
+    timeout_ms: u32,
+) -> Result<JsValue, Error> {
     idle::touch(tab_id);
     ensure_attached(tab_id).await?;
     crate::boundary::check_known(tab_id).map_err(Error::Refused)?;
@@ -98,7 +114,7 @@ pub async fn send_with_timeout(
             within(
                 timeout_ms,
                 method,
-                debugger::send_command(tab_id, method, &params),
+                debugger::send_command_js_in(tab_id, None, method, &params),
             )
             .await?
             .map_err(|e| Error::from_chrome(method, e, false))
@@ -115,10 +131,10 @@ async fn unless_dialog(
     session: Option<&str>,
     method: &str,
     params: &Value,
-) -> Result<Value, Error> {
+) -> Result<JsValue, Error> {
     let child = session.is_some();
     let call = std::pin::pin!(async {
-        debugger::send_command_in(tab_id, session, method, params)
+        debugger::send_command_js_in(tab_id, session, method, params)
             .await
             .map_err(|e| Error::from_chrome(method, e, child))
     });
@@ -135,7 +151,7 @@ async fn unless_dialog(
     });
     match select(call, watch).await {
         Either::Left((r, _)) => r,
-        Either::Right((_, _)) if method.starts_with("Input.") => Ok(Value::Null),
+        Either::Right((_, _)) if method.starts_with("Input.") => Ok(JsValue::NULL),
         Either::Right((d, _)) => Err(Error::Dialog {
             method: method.to_string(),
             kind: d.kind,
@@ -190,7 +206,12 @@ pub async fn send_to_with_timeout(
     if let Err(Error::FrameGone { .. }) = out {
         children::forget(target.tab, session);
     }
-    out
+    json(out?)
+}
+
+/// A CDP result as JSON (`null` when Chrome returns nothing).
+fn json(out: JsValue) -> Result<Value, Error> {
+    debugger::json_result(out).map_err(Error::Other)
 }
 
 /// Asks Chrome to attach the tab's out-of-process iframes as child sessions (and to report them

@@ -58,10 +58,26 @@ pub async fn send_command_in(
     method: &str,
     params: &Value,
 ) -> Result<Value, String> {
+    json_result(send_command_js_in(tab_id, session_id, method, params).await?)
+}
+
+/// [`send_command_in`] with Chrome's result as the JS object it is: for a caller that reads one
+/// large field of it (an image, a page's text) as a string, without the whole result going
+/// through JSON text into Rust.
+pub async fn send_command_js_in(
+    tab_id: i32,
+    session_id: Option<&str>,
+    method: &str,
+    params: &Value,
+) -> Result<JsValue, String> {
     let target = to_js(&Debuggee { tab_id, session_id })?;
-    let out = send_command_js(&target, method, &to_js(params)?)
+    send_command_js(&target, method, &to_js(params)?)
         .await
-        .map_err(|e| error_text(&e))?;
+        .map_err(|e| error_text(&e))
+}
+
+/// A CDP result as JSON (`null` when Chrome returns nothing).
+pub fn json_result(out: JsValue) -> Result<Value, String> {
     if out.is_undefined() || out.is_null() {
         return Ok(Value::Null);
     }

@@ -20,6 +20,13 @@ function (max) {
   // (most of them) are left as they are rather than replaced one by one.
   text = text.replace(/[ \t\f\v\u00a0]{2,}|[\t\f\v\u00a0]/g, " ").replace(/ ?\n\s*/g, "\n").trim();
   const total = text.length;
-  if (total > max) text = text.slice(0, max) + `\n… (truncated: ${total - max} more characters)`;
-  return { title: doc.title, url: location.href, text };
+  if (total > max) {
+    // Not between the two halves of a character outside the BMP (an emoji): half of one is no
+    // text at all.
+    const last = text.charCodeAt(max - 1);
+    const cut = last >= 0xd800 && last <= 0xdbff ? max - 1 : max;
+    text = text.slice(0, cut) + `\n… (truncated: ${total - cut} more characters)`;
+  }
+  // The whole answer, as the tool gives it.
+  return `Title: ${doc.title}\nURL: ${location.href}\n\n${text}`;
 }

@@ -1,11 +1,13 @@
 //! get_page_text: the readable text of a group tab (main content when marked, else the body),
-//! whitespace collapsed, bounded (page_text.js does the page-side part).
+//! whitespace collapsed, bounded. page_text.js writes the whole answer in the page, and the
+//! worker reads it as the one string it is (not as JSON text parsed and formatted again).
 
 use crate::cdp;
+use crate::js::field;
 use crate::tools::{typed, Access, Tool};
 use protocol::ToolResult;
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::json;
 
 pub const TOOL: Tool = Tool {
     name: "get_page_text",
@@ -24,27 +26,20 @@ pub struct Args {
 
 pub async fn run(args: Args) -> Result<ToolResult, String> {
     let expression = format!("({})({MAX_TEXT_CHARS})", include_str!("page_text.js"));
-    let out = cdp::send(
+    let out = cdp::send_js(
         args.tab_id,
         "Runtime.evaluate",
         json!({"expression": expression, "returnByValue": true, "timeout": 5000}),
     )
     .await?;
-    let mut out = cdp::thrown(out).map_err(|e| match e {
+    let out = cdp::thrown_js(out).map_err(|e| match e {
         cdp::Error::Exception(_) => {
             "Reading the page's text failed (the page threw an exception).".to_string()
         }
         e => e.to_string(),
     })?;
-    let v = out
-        .pointer_mut("/result/value")
-        .map(Value::take)
-        .unwrap_or(Value::Null);
-    let get = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("");
-    Ok(ToolResult::text(format!(
-        "Title: {}\nURL: {}\n\n{}",
-        get("title"),
-        get("url"),
-        get("text")
-    )))
+    match field(&field(&out, "result"), "value").as_string() {
+        Some(answer) => Ok(ToolResult::text(answer)),
+        None => Err("Reading the page's text failed (the page gave no text).".into()),
+    }
 }

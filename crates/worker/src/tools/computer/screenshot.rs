@@ -273,7 +273,7 @@ pub fn capture_params(vp: &Viewport, region: Region, scale: f64) -> Value {
 async fn capture(tab: i32, params: Value) -> Result<Image, String> {
     let lock = CAPTURE.with(Rc::clone);
     let _one_at_a_time = lock.lock().await;
-    image_of(cdp::send(tab, "Page.captureScreenshot", params).await?)
+    image_of(cdp::send_js(tab, "Page.captureScreenshot", params).await?)
 }
 
 /// The whole viewport of `vp`, in page coordinates.
@@ -309,7 +309,7 @@ async fn plain_capture(tab: i32) -> Result<Option<(Viewport, Image)>, String> {
         "fromSurface": true,
     });
     // The capture is polled first: its request is sent before the viewport's.
-    let shot = Box::pin(cdp::send(tab, "Page.captureScreenshot", params.clone()));
+    let shot = Box::pin(cdp::send_js(tab, "Page.captureScreenshot", params.clone()));
     let read = Box::pin(viewport(tab));
     let (vp, shot) = match select(shot, read).await {
         Either::Left((done, read)) => (read.await?, Either::Left(done)),
@@ -335,19 +335,15 @@ async fn plain_capture(tab: i32) -> Result<Option<(Viewport, Image)>, String> {
     Ok(fits.then_some((vp, img)))
 }
 
-/// The image in a `Page.captureScreenshot` result.
-fn image_of(out: Value) -> Result<Image, String> {
-    // The data moves out of the result, not copied.
-    let data = match out {
-        Value::Object(mut m) => m.remove("data"),
-        _ => None,
-    };
-    match data {
-        Some(Value::String(data)) => Ok(Image {
+/// The image in a `Page.captureScreenshot` result: its base64 string read once from Chrome's
+/// result (not the result stringified, parsed and the string copied out of it).
+fn image_of(out: wasm_bindgen::JsValue) -> Result<Image, String> {
+    match crate::js::field(&out, "data").as_string() {
+        Some(data) => Ok(Image {
             data,
             mime: "image/jpeg",
         }),
-        _ => Err("Page.captureScreenshot returned no image".into()),
+        None => Err("Page.captureScreenshot returned no image".into()),
     }
 }
 
