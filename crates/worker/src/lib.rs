@@ -15,6 +15,7 @@ mod observers;
 mod pages;
 mod pairing;
 mod refs;
+mod seen_ids;
 mod session;
 mod tools;
 mod transport;

@@ -6,6 +6,7 @@
 use crate::chrome::storage::{self, Area};
 use crate::chrome::{alarms, runtime};
 use crate::js::{log, now_ms, sleep_ms, with_timeout};
+use crate::seen_ids::SeenIds;
 use crate::tools;
 use crate::transport::{self, Ended};
 use crate::watchdog;
@@ -60,8 +61,9 @@ pub struct Status {
 /// What the session knows of a command id.
 enum Seen {
     Running,
-    /// Finished; the result when small enough to answer a redelivery with it.
-    Done(Option<CommandResult>),
+    /// Finished; the result when small enough to answer a redelivery with it (boxed: the
+    /// ledger's table keeps a place for twice `SEEN_MAX` of these).
+    Done(Option<Box<CommandResult>>),
 }
 
 /// Where a command id stands, as stored.
@@ -82,7 +84,6 @@ struct Slot {
     s: Stage,
 }
 
-#[derive(Default)]
 struct Session {
     /// The state of the status last set (in memory, so it is known without an await).
     state: Option<State>,
@@ -93,10 +94,9 @@ struct Session {
     sender: Option<mpsc::UnboundedSender<CommandResult>>,
     /// Results produced while no connection was up, delivered on the next one.
     outbox: VecDeque<(CommandResult, usize)>,
-    seen: HashMap<String, Seen>,
-    seen_order: VecDeque<String>,
-    /// Each remembered id's number (its ledger slot is the number modulo `SEEN_MAX`).
-    seen_n: HashMap<String, u64>,
+    /// The last `SEEN_MAX` ids, each with its number (its ledger slot is the number modulo
+    /// `SEEN_MAX`).
+    seen: SeenIds<Seen>,
     next_n: u64,
     /// The stored delivery state was read (once per worker start).
     restored: bool,
@@ -118,6 +118,31 @@ struct Session {
     batch_waiters: Vec<oneshot::Sender<()>>,
 }
 
+impl Default for Session {
+    fn default() -> Self {
+        Session {
+            state: None,
+            generation: 0,
+            running: false,
+            sender: None,
+            outbox: VecDeque::new(),
+            seen: SeenIds::new(SEEN_MAX),
+            next_n: 0,
+            restored: false,
+            waiting: Default::default(),
+            tab_tails: HashMap::new(),
+            next_seq: 0,
+            dirty: Default::default(),
+            outbox_dirty: false,
+            flush_scheduled: false,
+            flush_timer: false,
+            in_flight: 0,
+            writing: false,
+            batch_waiters: Vec::new(),
+        }
+    }
+}
+
 thread_local! {
     static SESSION: RefCell<Session> = RefCell::new(Session::default());
 }
@@ -129,7 +154,7 @@ fn with<R>(f: impl FnOnce(&mut Session) -> R) -> R {
 impl Session {
     /// The stored entry of a remembered id, as it stands now.
     fn slot(&self, id: &str) -> Option<(String, Slot)> {
-        let n = *self.seen_n.get(id)?;
+        let n = self.seen.number(id)?;
         let s = match self.seen.get(id)? {
             Seen::Running if self.waiting.contains(id) => Stage::Queued,
             Seen::Running => Stage::Running,
@@ -152,25 +177,19 @@ impl Session {
     /// Remembers `id` as the `n`th id seen (restored ids keep the number they were stored
     /// with, so they keep their slot).
     fn remember_as(&mut self, id: &str, seen: Seen, n: u64) {
-        if self.seen.insert(id.to_string(), seen).is_none() {
-            self.seen_order.push_back(id.to_string());
-            self.seen_n.insert(id.to_string(), n);
+        let dirty = &mut self.dirty;
+        // A forgotten id's slot is taken by the id just remembered.
+        if self.seen.remember(id, n, seen, |old| {
+            dirty.remove(&old);
+        }) {
             self.next_n = self.next_n.max(n + 1);
         }
         self.dirty.insert(id.to_string());
-        while self.seen_order.len() > SEEN_MAX {
-            if let Some(old) = self.seen_order.pop_front() {
-                self.seen.remove(&old);
-                self.seen_n.remove(&old);
-                // Its slot is taken by the id just remembered.
-                self.dirty.remove(&old);
-            }
-        }
     }
 
     /// Marks a remembered id's stored entry as behind (its stage changed).
     fn touch(&mut self, id: &str) {
-        if self.seen.contains_key(id) {
+        if self.seen.contains(id) {
             self.dirty.insert(id.to_string());
         }
     }
@@ -356,7 +375,7 @@ async fn restore() {
                 "The extension's service worker was stopped before this command's turn came (it waited behind earlier commands for the same tab); it did not run, and is safe to send again."
             };
             let r = CommandResult::error(id.clone(), error);
-            s.remember_as(&id, Seen::Done(Some(r.clone())), slot.n);
+            s.remember_as(&id, Seen::Done(Some(Box::new(r.clone()))), slot.n);
             s.queue(r);
         }
     });
@@ -699,7 +718,7 @@ fn admit(id: &str, refused: Option<CommandResult>) -> Next {
         match s.seen.get(id) {
         None => match refused {
             Some(r) => {
-                s.remember(id, Seen::Done(Some(r.clone())));
+                s.remember(id, Seen::Done(Some(Box::new(r.clone()))));
                 Next::Answer(r)
             }
             None => {
@@ -708,7 +727,7 @@ fn admit(id: &str, refused: Option<CommandResult>) -> Next {
             }
         },
         Some(Seen::Running) => Next::Wait, // its result will come
-        Some(Seen::Done(Some(r))) => Next::Answer(r.clone()),
+        Some(Seen::Done(Some(r))) => Next::Answer((**r).clone()),
         Some(Seen::Done(None)) => Next::Answer(CommandResult {
             command_id: id.to_string(),
             outcome: Outcome::Error {
@@ -777,9 +796,9 @@ async fn run_command(cmd: Command) {
     };
     let small = result.payload_len() < KEEP_RESULT_BYTES;
     with(|s| {
-        if s.seen.contains_key(&cmd.id) {
-            s.seen
-                .insert(cmd.id.clone(), Seen::Done(small.then(|| result.clone())));
+        if s.seen
+            .set(&cmd.id, Seen::Done(small.then(|| Box::new(result.clone()))))
+        {
             s.touch(&cmd.id);
         }
         s.in_flight -= 1;
