@@ -25,7 +25,7 @@ use std::collections::{BTreeMap, HashMap};
 /// The isolated world's name: the same name finds the same world again.
 const WORLD: &str = "browser-operator";
 /// The page-side functions that own the element table (and read_page's walk).
-const WORLD_JS: &str = include_str!("tools/read_page.js");
+const WORLD_JS: &str = crate::js::page_js!("tools/read_page.js");
 /// A hash of `WORLD_JS`: a world that holds an older version replaces its functions (not its
 /// element table).
 const WORLD_JS_VERSION: u32 = fnv1a(WORLD_JS.as_bytes());
