@@ -112,6 +112,16 @@ setup_xvfb() {
   fi
 }
 
+# wasm-opt for size. --low-memory-unused: the first 1 KB is the far end of the 1 MB stack and no
+# valid address plus a small constant wraps past 4 GB into it, so such a sum folds into the
+# load's offset (about 1 % smaller, measured with -Oz alone: the worker 361,158 -> 356,943
+# bytes gzip, the sandbox 327,153 -> 325,677).
+wasm_opt() {
+  "$WASM_OPT" -Oz --converge --low-memory-unused --enable-bulk-memory --enable-nontrapping-float-to-int \
+    --enable-sign-ext --enable-reference-types --enable-multivalue --enable-mutable-globals "$1" -o "$1.opt"
+  mv "$1.opt" "$1"
+}
+
 build_worker() {
   say "building the wasm worker"
   cargo build --release -p browser-operator-worker --target wasm32-unknown-unknown
@@ -119,9 +129,7 @@ build_worker() {
   wasm-bindgen --target web --no-typescript --remove-name-section --remove-producers-section \
     --out-dir "$PKG" "$ROOT/target/wasm32-unknown-unknown/release/browser_operator_worker.wasm"
   local wasm="$PKG/browser_operator_worker_bg.wasm"
-  "$WASM_OPT" -Oz --converge --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
-    --enable-reference-types --enable-multivalue --enable-mutable-globals "$wasm" -o "$wasm.opt"
-  mv "$wasm.opt" "$wasm"
+  wasm_opt "$wasm"
   say "worker: $(wc -c <"$wasm") bytes raw, $(gzip -9c "$wasm" | wc -c) bytes gzip"
   build_sandbox
 }
@@ -133,9 +141,7 @@ build_sandbox() {
   wasm-bindgen --target web --no-typescript --remove-name-section --remove-producers-section \
     --out-dir "$PKG/sandbox" "$ROOT/target/wasm32-unknown-unknown/release/browser_operator_sandbox.wasm"
   local wasm="$PKG/sandbox/browser_operator_sandbox_bg.wasm"
-  "$WASM_OPT" -Oz --converge --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
-    --enable-reference-types --enable-multivalue --enable-mutable-globals "$wasm" -o "$wasm.opt"
-  mv "$wasm.opt" "$wasm"
+  wasm_opt "$wasm"
   say "sandbox: $(wc -c <"$wasm") bytes raw, $(gzip -9c "$wasm" | wc -c) bytes gzip"
 }
 

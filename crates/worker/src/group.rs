@@ -177,11 +177,12 @@ pub async fn valid_tabs_note() -> String {
     match listed {
         Ok(end) => {
             let end = end.trim_start_matches([',', '.', ' ']);
-            let mut chars = end.chars();
-            chars
-                .next()
-                .map(|c| c.to_uppercase().collect::<String>() + chars.as_str())
-                .unwrap_or_default()
+            // Our own English sentence: an ASCII capital (no Unicode case tables in the wasm).
+            let mut end = end.to_string();
+            if let Some(first) = end.get_mut(..1) {
+                first.make_ascii_uppercase();
+            }
+            end
         }
         Err(e) => format!("The valid tab ids could not be listed: {e}"),
     }

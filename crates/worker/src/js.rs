@@ -6,6 +6,15 @@ use serde::{de::DeserializeOwned, Serialize};
 use std::future::Future;
 use wasm_bindgen::{JsCast, JsValue};
 
+/// A page-side script next to the tools (its path under `src/`), as embedded: without its
+/// comment lines and indentation (see build.rs).
+macro_rules! page_js {
+    ($path:literal) => {
+        include_str!(concat!(env!("OUT_DIR"), "/js/", $path))
+    };
+}
+pub(crate) use page_js;
+
 /// Serializes to plain JS objects (never `Map`, which chrome.* rejects): written as JSON and
 /// parsed by the browser. One serializer for every type (the one the wire uses) keeps the wasm
 /// small, and one `JSON.parse` is faster than building the object field by field across the

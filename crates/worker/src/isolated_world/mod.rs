@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 /// The isolated world's name: the same name finds the same world again.
 const WORLD: &str = "browser-operator";
 /// The isolated world's library: the element table, and the walks of read_page and find.
-const WORLD_JS: &str = include_str!("library.js");
+const WORLD_JS: &str = crate::js::page_js!("isolated_world/library.js");
 /// A hash of `WORLD_JS`: a world that holds an older version replaces its functions (not its
 /// element table).
 const WORLD_JS_VERSION: u32 = fnv1a(WORLD_JS.as_bytes());

@@ -65,7 +65,9 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
     crate::debugging_bar::steady(args.tab_id).await;
     crate::geometry::scale::load().await;
     let tab = args.tab_id;
-    let query = args.query.trim().to_lowercase();
+    // The page lowercases it (`toLowerCase`, as it does the text it compares it with): no
+    // Unicode case tables in the wasm.
+    let query = args.query.trim();
     if query.is_empty() {
         return Err("Invalid argument `query`: it must not be empty.".into());
     }
@@ -84,7 +86,7 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
             // Its <iframe> has no box: nothing in it can be seen.
             continue;
         };
-        match search(tab, doc, i == 0, &query).await {
+        match search(tab, doc, i == 0, query).await {
             Ok(found) => {
                 total += found.total;
                 hits.extend(found.matches.into_iter().enumerate().map(|(rank, m)| Hit {

@@ -38,7 +38,7 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
         "Runtime.callFunctionOn",
         json!({
             "objectId": element.object,
-            "functionDeclaration": include_str!("form_input.js"),
+            "functionDeclaration": crate::js::page_js!("tools/form_input.js"),
             "arguments": [{"value": args.value}],
             "returnByValue": true,
             "userGesture": true,

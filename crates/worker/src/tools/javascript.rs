@@ -142,7 +142,7 @@ async fn as_json(tab: i32, object_id: &str) -> Option<String> {
         "Runtime.callFunctionOn",
         json!({
             "objectId": object_id,
-            "functionDeclaration": include_str!("javascript_json.js"),
+            "functionDeclaration": crate::js::page_js!("tools/javascript_json.js"),
             "returnByValue": true,
         }),
     )

@@ -25,7 +25,10 @@ pub struct Args {
 }
 
 pub async fn run(args: Args) -> Result<ToolResult, String> {
-    let expression = format!("({})({MAX_TEXT_CHARS})", include_str!("page_text.js"));
+    let expression = format!(
+        "({})({MAX_TEXT_CHARS})",
+        crate::js::page_js!("tools/page_text.js")
+    );
     let out = cdp::send_js(
         args.tab_id,
         "Runtime.evaluate",

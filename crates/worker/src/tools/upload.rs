@@ -41,7 +41,7 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
         )
     })?;
     let name = args.filename.unwrap_or_else(|| "image.png".into());
-    let function = include_str!("upload.js");
+    let function = crate::js::page_js!("tools/upload.js");
     let out = match (&args.target, args.coordinate) {
         (Some(r), _) => {
             let element = world::resolve(tab, r).await?;

@@ -3,12 +3,14 @@
 //! the live connection or kept in the outbox until the next one. What must survive a worker
 //! restart (the ledger of ids, the outbox) is written by [`store`], off the command's path.
 
+mod seen;
 mod store;
 
 use crate::js::{log, with_timeout};
 use crate::tools::{self, Checked, Refused};
 use futures_channel::{mpsc, oneshot};
 use protocol::{Command, CommandResult, Malformed, Outcome};
+use seen::SeenIds;
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet, VecDeque};
 use wasm_bindgen_futures::spawn_local;
@@ -29,20 +31,19 @@ const KEEP_RESULT_BYTES: usize = 64 << 10;
 /// What the session knows of a command id.
 enum Seen {
     Running,
-    /// Finished; the result when small enough to answer a redelivery with it.
-    Done(Option<CommandResult>),
+    /// Finished; the result when small enough to answer a redelivery with it (boxed: the
+    /// table of seen ids keeps a place for twice `SEEN_MAX` of these).
+    Done(Option<Box<CommandResult>>),
 }
 
-#[derive(Default)]
 struct Delivery {
     /// The live, authenticated connection's outgoing results.
     sender: Option<mpsc::UnboundedSender<CommandResult>>,
     /// Results produced while no connection was up, delivered on the next one.
     outbox: VecDeque<(CommandResult, usize)>,
-    seen: HashMap<String, Seen>,
-    seen_order: VecDeque<String>,
-    /// Each remembered id's number (its ledger slot is the number modulo `SEEN_MAX`).
-    seen_n: HashMap<String, u64>,
+    /// The last `SEEN_MAX` ids, each with its number (its ledger slot is the number modulo
+    /// `SEEN_MAX`).
+    seen: SeenIds<Seen>,
     next_n: u64,
     /// Running ids still waiting for their tab's turn (not started).
     waiting: HashSet<String>,
@@ -53,6 +54,22 @@ struct Delivery {
     in_flight: usize,
     /// What the stored copy lacks, and the writes under way.
     store: store::Writer,
+}
+
+impl Default for Delivery {
+    fn default() -> Self {
+        Delivery {
+            sender: None,
+            outbox: VecDeque::new(),
+            seen: SeenIds::new(SEEN_MAX),
+            next_n: 0,
+            waiting: HashSet::new(),
+            tab_tails: HashMap::new(),
+            next_seq: 0,
+            in_flight: 0,
+            store: store::Writer::default(),
+        }
+    }
 }
 
 thread_local! {
@@ -72,25 +89,19 @@ impl Delivery {
     /// Remembers `id` as the `n`th id seen (restored ids keep the number they were stored
     /// with, so they keep their slot).
     fn remember_as(&mut self, id: &str, seen: Seen, n: u64) {
-        if self.seen.insert(id.to_string(), seen).is_none() {
-            self.seen_order.push_back(id.to_string());
-            self.seen_n.insert(id.to_string(), n);
+        let dirty = &mut self.store.dirty;
+        // A forgotten id's slot is taken by the id just remembered.
+        if self.seen.remember(id, n, seen, |old| {
+            dirty.remove(&old);
+        }) {
             self.next_n = self.next_n.max(n + 1);
         }
         self.store.dirty.insert(id.to_string());
-        while self.seen_order.len() > SEEN_MAX {
-            if let Some(old) = self.seen_order.pop_front() {
-                self.seen.remove(&old);
-                self.seen_n.remove(&old);
-                // Its slot is taken by the id just remembered.
-                self.store.dirty.remove(&old);
-            }
-        }
     }
 
     /// Marks a remembered id's stored entry as behind (its stage changed).
     fn touch(&mut self, id: &str) {
-        if self.seen.contains_key(id) {
+        if self.seen.contains(id) {
             self.store.dirty.insert(id.to_string());
         }
     }
@@ -177,7 +188,7 @@ fn admit(id: &str, refused: Option<CommandResult>) -> Next {
         match d.seen.get(id) {
         None => match refused {
             Some(r) => {
-                d.remember(id, Seen::Done(Some(r.clone())));
+                d.remember(id, Seen::Done(Some(Box::new(r.clone()))));
                 Next::Answer(r)
             }
             None => {
@@ -186,7 +197,7 @@ fn admit(id: &str, refused: Option<CommandResult>) -> Next {
             }
         },
         Some(Seen::Running) => Next::Wait, // its result will come
-        Some(Seen::Done(Some(r))) => Next::Answer(r.clone()),
+        Some(Seen::Done(Some(r))) => Next::Answer((**r).clone()),
         Some(Seen::Done(None)) => Next::Answer(CommandResult {
             command_id: id.to_string(),
             outcome: Outcome::Error {
@@ -263,9 +274,9 @@ async fn run_command(cmd: Command) {
     };
     let small = result.payload_len() < KEEP_RESULT_BYTES;
     with(|d| {
-        if d.seen.contains_key(&cmd.id) {
-            d.seen
-                .insert(cmd.id.clone(), Seen::Done(small.then(|| result.clone())));
+        if d.seen
+            .set(&cmd.id, Seen::Done(small.then(|| Box::new(result.clone()))))
+        {
             d.touch(&cmd.id);
         }
         d.in_flight -= 1;

@@ -106,7 +106,7 @@ impl Writer {
 impl Delivery {
     /// The stored entry of a remembered id, as it stands now.
     fn slot(&self, id: &str) -> Option<(String, Slot)> {
-        let n = *self.seen_n.get(id)?;
+        let n = self.seen.number(id)?;
         let s = match self.seen.get(id)? {
             Seen::Running if self.waiting.contains(id) => Stage::Queued,
             Seen::Running => Stage::Running,
@@ -275,7 +275,7 @@ pub async fn restore() {
                 "The extension's service worker was stopped before this command's turn came (it waited behind earlier commands for the same tab); it did not run, and is safe to send again."
             };
             let r = CommandResult::error(id.clone(), error);
-            d.remember_as(&id, Seen::Done(Some(r.clone())), slot.n);
+            d.remember_as(&id, Seen::Done(Some(Box::new(r.clone()))), slot.n);
             d.queue(r);
         }
     });
