@@ -433,7 +433,11 @@ impl PageTools {
     /// [`PageTools::interfaces_json`] without `browser`: the page's own namespaces. Code mode's
     /// isolate has `browser` ([`browser_interfaces_json`]) before the page's are known.
     pub fn page_interfaces_json(&self) -> String {
-        interfaces_json(self.namespaces.iter().filter(|n| n.source != Source::Browser))
+        interfaces_json(
+            self.namespaces
+                .iter()
+                .filter(|n| n.source != Source::Browser),
+        )
     }
 
     /// The page-defined tools (not `browser`) as MCP-listable entries.

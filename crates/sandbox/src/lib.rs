@@ -265,7 +265,9 @@ impl Sandbox {
         self.limits.time_ms = time_ms;
         self.end_ms.set(start + time_ms);
         self.context.with(|ctx| -> Result<(), String> {
-            let install = install.restore(&ctx).map_err(|e| format!("internal: {e}"))?;
+            let install = install
+                .restore(&ctx)
+                .map_err(|e| format!("internal: {e}"))?;
             install
                 .call::<_, ()>((interfaces, true))
                 .catch(&ctx)

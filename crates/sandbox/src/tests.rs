@@ -347,14 +347,23 @@ fn an_isolate_prepared_in_steps_is_as_closed_as_a_new_one() {
     assert_eq!(
         s.start("return [Object.keys(globalThis), Object.keys(__interfaces)]"),
         Step::Done(Ok(Some(json!([
-            ["browser", "todo", "__interfaces", "__getToolInterface", "console"],
+            [
+                "browser",
+                "todo",
+                "__interfaces",
+                "__getToolInterface",
+                "console"
+            ],
             ["browser", "todo"]
         ]))))
     );
     // Unprepared: open does all of it.
     let mut s = Sandbox::prepare(Limits::default(), "{}").unwrap();
     s.open(&interfaces(), 1000.0).unwrap();
-    assert_eq!(s.start("return typeof todo.add"), Step::Done(Ok(Some(json!("function")))));
+    assert_eq!(
+        s.start("return typeof todo.add"),
+        Step::Done(Ok(Some(json!("function"))))
+    );
 }
 
 #[test]

@@ -995,7 +995,11 @@ impl Bench {
         proxy.set_one_way_delay(Duration::ZERO);
         let js = json!({"tabId": tab, "text": "1+1"});
         let arms: [(&str, &str, Value); 5] = [
-            ("btcp_run_script `return 1`", "btcp_run_script", json!({"tabId": tab, "script": "return 1"})),
+            (
+                "btcp_run_script `return 1`",
+                "btcp_run_script",
+                json!({"tabId": tab, "script": "return 1"}),
+            ),
             (
                 "btcp_run_script, 1 call",
                 "btcp_run_script",
@@ -1007,7 +1011,11 @@ impl Bench {
                 "btcp_call",
                 json!({"tabId": tab, "namespace": "todo", "method": "list", "args": {}}),
             ),
-            ("javascript_tool 1+1 right after a script", "javascript_tool", js),
+            (
+                "javascript_tool 1+1 right after a script",
+                "javascript_tool",
+                js,
+            ),
         ];
         let mut fixed: [Vec<f64>; 5] = Default::default();
         self.raw_eval(&set_list(0)).await?;
@@ -1025,7 +1033,10 @@ impl Bench {
             }
         }
         for (arm, (label, _, _)) in arms.iter().enumerate() {
-            println!("diag fixed: {label:42} median {:.2} ms", med(&mut fixed[arm]));
+            println!(
+                "diag fixed: {label:42} median {:.2} ms",
+                med(&mut fixed[arm])
+            );
         }
         for one_way in [0u64, 25] {
             proxy.set_one_way_delay(Duration::from_millis(one_way));

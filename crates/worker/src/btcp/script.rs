@@ -243,7 +243,11 @@ fn retire(used: Option<Isolate>) {
         // meanwhile waits for one step at most (a run that takes the spare first finishes it).
         loop {
             sleep_ms(0).await;
-            let done = SPARE.with(|s| s.borrow().as_ref().is_none_or(|i| i.prepare_more(FREEZE_STEP)));
+            let done = SPARE.with(|s| {
+                s.borrow()
+                    .as_ref()
+                    .is_none_or(|i| i.prepare_more(FREEZE_STEP))
+            });
             if done {
                 break;
             }
