@@ -9,6 +9,8 @@ export function loadSandbox() {
   return ready;
 }
 
-export function newIsolate(interfaces, timeMs) {
-  return new Isolate(interfaces, timeMs);
+// A prepared isolate with the namespaces every run has, not yet open (see
+// crates/sandbox/src/module.rs).
+export function newIsolate(baseInterfaces) {
+  return new Isolate(baseInterfaces);
 }

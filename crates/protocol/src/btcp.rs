@@ -136,6 +136,25 @@ pub fn browser_namespace() -> Namespace {
     }
 }
 
+/// `{"browser": interface}` as JSON text: the first entry of every tab's
+/// [`PageTools::interfaces_json`].
+pub fn browser_interfaces_json() -> String {
+    interfaces_json(std::iter::once(&browser_namespace()))
+}
+
+fn interfaces_json<'a>(namespaces: impl Iterator<Item = &'a Namespace>) -> String {
+    let entries: Vec<String> = namespaces
+        .map(|n| {
+            format!(
+                "{}:{}",
+                Value::from(n.namespace.as_str()),
+                serde_json::to_string(&n.interface).unwrap_or_else(|_| "null".into())
+            )
+        })
+        .collect();
+    format!("{{{}}}", entries.join(","))
+}
+
 fn is_identifier(s: &str) -> bool {
     let mut chars = s.chars();
     matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_' || c == '$')
@@ -408,18 +427,17 @@ impl PageTools {
     /// `{namespace: interface}` as JSON text, in registration order: what code mode's
     /// `__interfaces` holds.
     pub fn interfaces_json(&self) -> String {
-        let entries: Vec<String> = self
-            .namespaces
-            .iter()
-            .map(|n| {
-                format!(
-                    "{}:{}",
-                    Value::from(n.namespace.as_str()),
-                    serde_json::to_string(&n.interface).unwrap_or_else(|_| "null".into())
-                )
-            })
-            .collect();
-        format!("{{{}}}", entries.join(","))
+        interfaces_json(self.namespaces.iter())
+    }
+
+    /// [`PageTools::interfaces_json`] without `browser`: the page's own namespaces. Code mode's
+    /// isolate has `browser` ([`browser_interfaces_json`]) before the page's are known.
+    pub fn page_interfaces_json(&self) -> String {
+        interfaces_json(
+            self.namespaces
+                .iter()
+                .filter(|n| n.source != Source::Browser),
+        )
     }
 
     /// The page-defined tools (not `browser`) as MCP-listable entries.
@@ -726,6 +744,12 @@ mod tests {
         assert!(interfaces.starts_with("{\"browser\":{"), "{interfaces}");
         let parsed: Value = serde_json::from_str(&interfaces).unwrap();
         assert_eq!(parsed["todo"]["version"], "1.0");
+        // Split as code mode's isolate takes them: browser first, then the page's.
+        let browser: Value = serde_json::from_str(&browser_interfaces_json()).unwrap();
+        let page: Value = serde_json::from_str(&tools.page_interfaces_json()).unwrap();
+        assert_eq!(browser.as_object().unwrap().len(), 1);
+        assert_eq!(browser["browser"], parsed["browser"]);
+        assert_eq!(page, json!({"todo": parsed["todo"]}));
         let listed = tools.listed();
         assert_eq!(listed.len(), 1);
         assert_eq!(listed[0].name, "todo.add");

@@ -111,12 +111,18 @@ pub struct Sandbox {
     // Persistent handles must be released before the context and runtime (field order).
     settle: Option<Persistent<Function<'static>>>,
     encode: Option<Persistent<Function<'static>>>,
+    /// The prelude's second half, until [`Sandbox::open`] runs it.
+    install: Option<Persistent<Function<'static>>>,
+    /// Freezes some more intrinsics (`freezeSome(budget)` → all frozen), until the run opens.
+    freeze_some: Option<Persistent<Function<'static>>>,
     main: Option<Persistent<Promise<'static>>>,
     context: Context,
     runtime: Runtime,
     host: Rc<RefCell<Host>>,
     limits: Limits,
-    start_ms: f64,
+    end_ms: Rc<Cell<f64>>,
+    /// Set once the run is open: the interrupt handler checks the limits from then on.
+    armed: Rc<Cell<bool>>,
     step_deadline: Rc<Cell<f64>>,
     stopped: Rc<Cell<Option<Stop>>>,
     done: bool,
@@ -128,29 +134,45 @@ impl Sandbox {
     /// plus `__interfaces`,
     /// `__getToolInterface` and `console`.
     pub fn new(interfaces: &str, limits: Limits) -> Result<Sandbox, String> {
+        let mut sandbox = Sandbox::prepare(limits, "{}")?;
+        sandbox.open(interfaces, limits.time_ms)?;
+        Ok(sandbox)
+    }
+
+    /// A fresh isolate made ready before its script is known: the engine, the prelude, `console`,
+    /// the frozen intrinsics and the namespaces of `base_interfaces` (those every run has, such
+    /// as `browser`; same JSON as in [`Sandbox::new`]), but no clock running. [`Sandbox::open`]
+    /// completes it. This is most of an isolate's cost (building the intrinsics and freezing
+    /// them), so a host can prepare the next run's isolate while it is idle; each isolate still
+    /// serves one run only.
+    pub fn prepare(limits: Limits, base_interfaces: &str) -> Result<Sandbox, String> {
+        let base = checked_interfaces(base_interfaces)?;
         // The Rust allocator records each block's size, so the memory limit counts every byte
         // (QuickJS's default allocator can't measure blocks on wasm32 and would not limit).
         let runtime = Runtime::new_with_alloc(rquickjs::allocator::RustAllocator)
             .map_err(|e| format!("sandbox: {e}"))?;
         runtime.set_memory_limit(limits.memory_bytes);
         runtime.set_max_stack_size(limits.stack_bytes);
-        let start_ms = clock::now_ms();
         let step_deadline = Rc::new(Cell::new(f64::INFINITY));
         let stopped = Rc::new(Cell::new(None));
         // The prelude is ours and bounded (it freezes interfaces the registry's limits bound):
         // it is never interrupted, so a run whose budget ran out while it was set up (a loaded
         // machine) still ends with the time limit's own message, at the script's first check.
         let armed = Rc::new(Cell::new(false));
+        let end_ms = Rc::new(Cell::new(f64::INFINITY));
         {
-            let (step_deadline, stopped, armed) =
-                (step_deadline.clone(), stopped.clone(), armed.clone());
-            let end = start_ms + limits.time_ms;
+            let (step_deadline, stopped, armed, end_ms) = (
+                step_deadline.clone(),
+                stopped.clone(),
+                armed.clone(),
+                end_ms.clone(),
+            );
             runtime.set_interrupt_handler(Some(Box::new(move || {
                 if !armed.get() {
                     return false;
                 }
                 let now = clock::now_ms();
-                let why = if now > end {
+                let why = if now > end_ms.get() {
                     Some(Stop::Time)
                 } else if now > step_deadline.get() {
                     Some(Stop::Step)
@@ -165,10 +187,7 @@ impl Sandbox {
         }
         let context = Context::full(&runtime).map_err(|e| format!("sandbox: {e}"))?;
         let host = Rc::new(RefCell::new(Host::default()));
-        let interfaces_json = interfaces.to_string();
-        serde_json::from_str::<serde_json::Map<String, Json>>(interfaces)
-            .map_err(|e| format!("sandbox: the interfaces are not a JSON object: {e}"))?;
-        let (settle, encode) = context.with(|ctx| -> Result<_, String> {
+        let (settle, encode, install, freeze_some) = context.with(|ctx| -> Result<_, String> {
             let prelude: Function = ctx
                 .eval(include_str!("prelude.js"))
                 .catch(&ctx)
@@ -176,30 +195,86 @@ impl Sandbox {
             let call = host_call(&ctx, host.clone(), limits.max_calls)?;
             let log = host_log(&ctx, host.clone(), limits.max_console_chars)?;
             let hooks: Object = prelude
-                .call((call, log, interfaces_json, limits.max_calls))
+                .call((call, log, limits.max_calls))
                 .catch(&ctx)
                 .map_err(|e| format!("sandbox prelude: {e}"))?;
-            let settle: Function = hooks.get("settle").map_err(|e| e.to_string())?;
-            let encode: Function = hooks.get("encode").map_err(|e| e.to_string())?;
+            let hook = |name: &str| -> Result<Function, String> {
+                hooks.get(name).map_err(|e| e.to_string())
+            };
+            let install = hook("install")?;
+            install
+                .call::<_, ()>((base, false))
+                .catch(&ctx)
+                .map_err(|e| format!("sandbox prelude: {e}"))?;
             Ok((
-                Persistent::save(&ctx, settle),
-                Persistent::save(&ctx, encode),
+                Persistent::save(&ctx, hook("settle")?),
+                Persistent::save(&ctx, hook("encode")?),
+                Persistent::save(&ctx, install),
+                Persistent::save(&ctx, hook("freezeSome")?),
             ))
         })?;
-        armed.set(true);
         Ok(Sandbox {
             settle: Some(settle),
             encode: Some(encode),
+            install: Some(install),
+            freeze_some: Some(freeze_some),
             main: None,
             context,
             runtime,
             host,
             limits,
-            start_ms,
+            end_ms,
+            armed,
             step_deadline,
             stopped,
             done: false,
         })
+    }
+
+    /// Freezes up to `objects` more of the intrinsics of a prepared isolate; true once all are
+    /// (and from then on). [`Sandbox::open`] freezes what is left: a host can spread the work
+    /// over idle moments so that no single step holds it up for long.
+    pub fn prepare_more(&mut self, objects: u32) -> bool {
+        let Some(freeze_some) = self.freeze_some.clone() else {
+            return true;
+        };
+        let done = self.context.with(|ctx| {
+            freeze_some
+                .restore(&ctx)
+                .ok()
+                .and_then(|f| f.call::<_, bool>((objects,)).catch(&ctx).ok())
+                // A failure here surfaces when the run opens (which freezes the rest).
+                .unwrap_or(true)
+        });
+        if done {
+            self.freeze_some = None;
+        }
+        done
+    }
+
+    /// Completes a prepared isolate for one run: the namespaces of `interfaces` (see
+    /// [`Sandbox::new`]) join those it was prepared with, the global object is frozen, and the
+    /// run's clock (`time_ms` of wall-clock time) starts now.
+    pub fn open(&mut self, interfaces: &str, time_ms: f64) -> Result<(), String> {
+        let Some(install) = self.install.take() else {
+            return Err("internal: the sandbox is already open".into());
+        };
+        self.freeze_some = None;
+        let interfaces = checked_interfaces(interfaces)?;
+        let start = clock::now_ms();
+        self.limits.time_ms = time_ms;
+        self.end_ms.set(start + time_ms);
+        self.context.with(|ctx| -> Result<(), String> {
+            let install = install
+                .restore(&ctx)
+                .map_err(|e| format!("internal: {e}"))?;
+            install
+                .call::<_, ()>((interfaces, true))
+                .catch(&ctx)
+                .map_err(|e| format!("sandbox prelude: {e}"))
+        })?;
+        self.armed.set(true);
+        Ok(())
     }
 
     /// Runs the script (the body of an async function: `await` and `return` work; strict mode)
@@ -207,6 +282,9 @@ impl Sandbox {
     pub fn start(&mut self, script: &str) -> Step {
         if self.main.is_some() || self.done {
             return Step::Done(Err("internal: the sandbox already ran a script".into()));
+        }
+        if self.install.is_some() {
+            return Step::Done(Err("internal: the sandbox is not open".into()));
         }
         self.begin_step();
         let source = format!("(async () => {{ \"use strict\"; {script}\n}})()");
@@ -288,7 +366,7 @@ impl Sandbox {
 
     /// Milliseconds left of the run's wall-clock budget.
     pub fn remaining_ms(&self) -> f64 {
-        (self.start_ms + self.limits.time_ms - clock::now_ms()).max(0.0)
+        (self.end_ms.get() - clock::now_ms()).max(0.0)
     }
 
     fn begin_step(&self) {
@@ -389,6 +467,13 @@ impl Sandbox {
             e
         }
     }
+}
+
+/// Interfaces JSON text, checked to be an object before the prelude parses it.
+fn checked_interfaces(text: &str) -> Result<&str, String> {
+    serde_json::from_str::<serde_json::Map<String, Json>>(text)
+        .map_err(|e| format!("sandbox: the interfaces are not a JSON object: {e}"))?;
+    Ok(text)
 }
 
 /// `hostCall(ns, method, argsJson)` → call id, or -1 once the call limit is reached.

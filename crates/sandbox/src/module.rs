@@ -9,15 +9,27 @@ pub struct Isolate(Sandbox);
 
 #[wasm_bindgen]
 impl Isolate {
-    /// `interfaces`: `{namespace: interface}` JSON; `time_ms`: the run's wall-clock limit.
+    /// A prepared isolate (the engine with its intrinsics frozen and the namespaces of
+    /// `base_interfaces`, `{namespace: interface}` JSON, that every run has): the host may make
+    /// it ahead of the run, while idle. [`Isolate::open`] completes it for one run.
     #[wasm_bindgen(constructor)]
-    pub fn new(interfaces: &str, time_ms: f64) -> Result<Isolate, JsError> {
-        let limits = Limits {
-            time_ms,
-            ..Limits::default()
-        };
-        Sandbox::new(interfaces, limits)
+    pub fn new(base_interfaces: &str) -> Result<Isolate, JsError> {
+        Sandbox::prepare(Limits::default(), base_interfaces)
             .map(Isolate)
+            .map_err(|e| JsError::new(&e))
+    }
+
+    /// Freezes up to `objects` more intrinsics; true once all are (open freezes the rest).
+    #[wasm_bindgen(js_name = prepareMore)]
+    pub fn prepare_more(&mut self, objects: u32) -> bool {
+        self.0.prepare_more(objects)
+    }
+
+    /// `interfaces`: the run's other namespaces, `{namespace: interface}` JSON; `time_ms`: the
+    /// run's wall-clock limit, counted from now.
+    pub fn open(&mut self, interfaces: &str, time_ms: f64) -> Result<(), JsError> {
+        self.0
+            .open(interfaces, time_ms)
             .map_err(|e| JsError::new(&e))
     }
 

@@ -304,3 +304,92 @@ fn concurrent_calls_resolve_in_any_order() {
     let step = s.resume(vec![(calls[0].id, Ok("[1]".into()))]);
     assert_eq!(step, Step::Done(Ok(Some(json!([[1], 2])))));
 }
+
+/// Prepares as the worker does: the base namespaces first, in small steps, then the page's.
+fn prepared(limits: Limits) -> Sandbox {
+    let all: serde_json::Map<String, Json> = serde_json::from_str(&interfaces()).unwrap();
+    let base = json!({"browser": all["browser"]}).to_string();
+    let page = json!({"todo": all["todo"]}).to_string();
+    let mut s = Sandbox::prepare(limits, &base).unwrap();
+    let mut steps = 0;
+    while !s.prepare_more(50) {
+        steps += 1;
+    }
+    assert!(steps > 3, "preparing took {steps} steps");
+    s.open(&page, limits.time_ms).unwrap();
+    s
+}
+
+#[test]
+fn an_isolate_prepared_in_steps_is_as_closed_as_a_new_one() {
+    for script in [
+        "todo.add = () => 'pwned'",
+        "browser.navigate = () => 1",
+        "globalThis.todo = {}",
+        "globalThis.x = 1",
+        "Object.prototype.list = () => 'polluted'",
+        "Array.prototype.includes = () => true",
+        "todo.add.prototype.x = 1",
+        "console.log.prototype.x = 1",
+        "__interfaces.browser.methods.push({name: 'x'})",
+        "Object.getPrototypeOf(async function () {}).x = 1",
+    ] {
+        let mut s = prepared(Limits::default());
+        match s.start(script) {
+            Step::Done(Err(e)) => assert!(
+                e.contains("TypeError") || e.contains("read-only") || e.contains("not extensible"),
+                "{script}: {e}"
+            ),
+            other => panic!("{script}: {other:?}"),
+        }
+    }
+    let mut s = prepared(Limits::default());
+    assert_eq!(
+        s.start("return [Object.keys(globalThis), Object.keys(__interfaces)]"),
+        Step::Done(Ok(Some(json!([
+            [
+                "browser",
+                "todo",
+                "__interfaces",
+                "__getToolInterface",
+                "console"
+            ],
+            ["browser", "todo"]
+        ]))))
+    );
+    // Unprepared: open does all of it.
+    let mut s = Sandbox::prepare(Limits::default(), "{}").unwrap();
+    s.open(&interfaces(), 1000.0).unwrap();
+    assert_eq!(
+        s.start("return typeof todo.add"),
+        Step::Done(Ok(Some(json!("function"))))
+    );
+}
+
+#[test]
+fn a_second_run_sees_nothing_of_the_first() {
+    let mut first = prepared(Limits::default());
+    let changed = first.start(
+        r#"
+        const changed = [];
+        const tryTo = (what, f) => { try { f(); changed.push(what); } catch (e) {} };
+        tryTo("global", () => { globalThis.leak = 1; });
+        tryTo("Object.prototype", () => { Object.prototype.leak = 1; });
+        tryTo("Map iterator", () => { Object.getPrototypeOf(new Map().entries()).leak = 1; });
+        tryTo("Set iterator", () => { Object.getPrototypeOf(new Set().values()).leak = 1; });
+        console.log("first");
+        return [changed, Object.getPrototypeOf(new Map().entries()).leak];
+        "#,
+    );
+    // The first run did change what is not frozen (so the check below means something).
+    assert_eq!(
+        changed,
+        Step::Done(Ok(Some(json!([["Map iterator", "Set iterator"], 1]))))
+    );
+    let mut second = prepared(Limits::default());
+    assert_eq!(
+        second.start("return [typeof leak, ({}).leak, Object.getPrototypeOf(new Map().entries()).leak, Object.getPrototypeOf(new Set().values()).leak]"),
+        Step::Done(Ok(Some(json!(["undefined", null, null, null]))))
+    );
+    assert!(second.console().0.is_empty());
+}

@@ -19,7 +19,9 @@
 //! - `BENCH_CODEMODE_DIAG` (set): instead of section 5's rows, print where code mode's time goes:
 //!   20 `btcp.__invoke` calls over raw CDP and one script beside them on a todo list of 0, 300 and
 //!   600 items (the page's own render time and the gaps between calls, from a hook on `render`),
-//!   at +0 and +50 ms, and a CPU profile of the worker during one script;
+//!   at +0 and +50 ms, and a CPU profile of the worker during one script (each function's own
+//!   time and its first callers); first, a run's fixed cost: a script without calls and one with
+//!   one call beside `javascript_tool` 1+1 and one `btcp_call`;
 //! - `BENCH_OUT`: the folder for BENCHMARKS.md and benchmarks.svg (default `docs/`);
 //! - `BENCH_SERVER`: the server binary (default: `browser-operator` beside this program);
 //! - `BENCH_PLAYWRIGHT_MCP`: the `@playwright/mcp` package folder (default under `.tools/`);
@@ -932,6 +934,110 @@ impl Bench {
             v.sort_by(|a, b| a.total_cmp(b));
             v[v.len() / 2]
         };
+        // The isolate's own steps, timed in an extension page (the same wasm module the worker
+        // loads, without the worker around it): 15 rounds, medians.
+        {
+            let page = self
+                .browser
+                .open_page(&self.browser.options_url().await?)
+                .await?;
+            let base = protocol::btcp::browser_interfaces_json();
+            let expr = format!(
+                r#"(async () => {{
+                  const m = await import("/extension/sandbox.js");
+                  await m.loadSandbox();
+                  const base = {base}, todo = {todo};
+                  const r = {{prepare: [], step: [], steps: [], open: [], openUnprepared: [], start: [], free: []}};
+                  const now = () => performance.now();
+                  for (let k = 0; k < 15; k++) {{
+                    let t = now();
+                    const i = m.newIsolate(base);
+                    r.prepare.push(now() - t);
+                    let n = 0;
+                    t = now();
+                    for (let done = false; !done; n++) done = i.prepareMore({step});
+                    r.step.push((now() - t) / n);
+                    r.steps.push(n);
+                    t = now();
+                    i.open(todo, 30000);
+                    r.open.push(now() - t);
+                    t = now();
+                    i.start("return 1");
+                    r.start.push(now() - t);
+                    t = now();
+                    i.free();
+                    r.free.push(now() - t);
+                    const j = m.newIsolate(base);
+                    t = now();
+                    j.open(todo, 30000);
+                    r.openUnprepared.push(now() - t);
+                    j.free();
+                  }}
+                  const med = (a) => a.sort((x, y) => x - y)[a.length >> 1];
+                  return Object.fromEntries(Object.entries(r).map(([k, v]) => [k, med(v)]));
+                }})()"#,
+                base = Value::from(base),
+                todo = Value::from(
+                    r#"{"todo":{"name":"todo","version":"1","methods":[{"name":"add","description":"","inputSchema":{}}]}}"#
+                ),
+                step = 200,
+            );
+            match page.eval(&expr).await {
+                Ok(out) => println!("diag isolate (extension page, medians in ms): {out}"),
+                Err(e) => println!("diag isolate: {e}"),
+            }
+            let _ = page.call("Page.close", json!({})).await;
+        }
+        // The fixed cost of a run: a script that makes no call and one with one call, beside
+        // the command floor on this page (`javascript_tool` 1+1) and one `btcp_call`, each after
+        // 150 ms idle; and `javascript_tool` right after a script (what the worker does after a
+        // run, such as preparing the next run's isolate, delays it). 20 rounds, rotating, +0 ms.
+        proxy.set_one_way_delay(Duration::ZERO);
+        let js = json!({"tabId": tab, "text": "1+1"});
+        let arms: [(&str, &str, Value); 5] = [
+            (
+                "btcp_run_script `return 1`",
+                "btcp_run_script",
+                json!({"tabId": tab, "script": "return 1"}),
+            ),
+            (
+                "btcp_run_script, 1 call",
+                "btcp_run_script",
+                json!({"tabId": tab, "script": "return await todo.list()"}),
+            ),
+            ("javascript_tool 1+1", "javascript_tool", js.clone()),
+            (
+                "btcp_call todo.list",
+                "btcp_call",
+                json!({"tabId": tab, "namespace": "todo", "method": "list", "args": {}}),
+            ),
+            (
+                "javascript_tool 1+1 right after a script",
+                "javascript_tool",
+                js,
+            ),
+        ];
+        let mut fixed: [Vec<f64>; 5] = Default::default();
+        self.raw_eval(&set_list(0)).await?;
+        for round in 0..22 {
+            for arm in rotation(round, arms.len()) {
+                tokio::time::sleep(Duration::from_millis(150)).await;
+                if arm == 4 {
+                    self.api.text(arms[0].1, &arms[0].2).await?;
+                }
+                let t = Instant::now();
+                self.api.text(arms[arm].1, &arms[arm].2).await?;
+                if round >= 2 {
+                    fixed[arm].push(ms(t.elapsed()));
+                }
+            }
+        }
+        for (arm, (label, _, _)) in arms.iter().enumerate() {
+            println!(
+                "diag fixed: {label:42} median {:.2} ms",
+                med(&mut fixed[arm])
+            );
+        }
         for one_way in [0u64, 25] {
             proxy.set_one_way_delay(Duration::from_millis(one_way));
             for n in [0usize, 300, 600] {
@@ -1042,8 +1148,30 @@ impl Bench {
                     - prof["profile"]["startTime"].as_f64().unwrap_or(0.0))
                     / 1000.0
             );
+            // Each node's caller, to name where a native function's time comes from.
+            let mut parent = std::collections::HashMap::new();
+            for n in &nodes {
+                for c in n["children"].as_array().into_iter().flatten() {
+                    parent.insert(c.as_i64().unwrap_or(0), n["id"].as_i64().unwrap_or(0));
+                }
+            }
+            let mut chain_of: std::collections::HashMap<String, String> = Default::default();
+            for n in &nodes {
+                let id = n["id"].as_i64().unwrap_or(0);
+                let name = by_id.get(&id).cloned().unwrap_or_default();
+                let mut chain = Vec::new();
+                let mut at = parent.get(&id).copied();
+                while let (Some(p), true) = (at, chain.len() < 4) {
+                    chain.push(by_id.get(&p).cloned().unwrap_or_default());
+                    at = parent.get(&p).copied();
+                }
+                chain_of.entry(name).or_insert_with(|| chain.join(" < "));
+            }
             for (name, t) in top.iter().take(15) {
-                println!("   {t:8.2} ms  {name}");
+                println!(
+                    "   {t:8.2} ms  {name}   < {}",
+                    chain_of.get(name).map_or("", String::as_str)
+                );
             }
         }
         proxy.set_one_way_delay(Duration::ZERO);

@@ -5,11 +5,12 @@
 //! while calls are in flight; the sandbox bounds the computing between them.
 
 use super::{call_method, page, Answer};
-use crate::js::{error_text, now_ms, with_timeout};
+use crate::js::{error_text, now_ms, sleep_ms, with_timeout};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use protocol::ToolResult;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::pin::Pin;
 use wasm_bindgen::prelude::*;
@@ -19,10 +20,18 @@ extern "C" {
     /// Instantiates the sandbox module (once).
     #[wasm_bindgen(catch, js_name = loadSandbox)]
     async fn load_sandbox() -> Result<JsValue, JsValue>;
-    /// One script run's isolate (crates/sandbox/src/module.rs).
+    /// One script run's isolate (crates/sandbox/src/module.rs), prepared before its run with
+    /// the namespaces every run has.
     type Isolate;
     #[wasm_bindgen(catch, js_name = newIsolate)]
-    fn new_isolate(interfaces: &str, time_ms: f64) -> Result<Isolate, JsValue>;
+    fn new_isolate(base_interfaces: &str) -> Result<Isolate, JsValue>;
+    /// Completes a prepared isolate for its one run with the page's namespaces; the run's
+    /// clock starts.
+    /// Prepares some more (freezes up to `objects` intrinsics); true once it is all done.
+    #[wasm_bindgen(method, js_name = prepareMore)]
+    fn prepare_more(this: &Isolate, objects: u32) -> bool;
+    #[wasm_bindgen(method, catch)]
+    fn open(this: &Isolate, interfaces: &str, time_ms: f64) -> Result<(), JsValue>;
     #[wasm_bindgen(method, catch)]
     fn start(this: &Isolate, script: &str) -> Result<String, JsValue>;
     #[wasm_bindgen(method, catch)]
@@ -75,6 +84,8 @@ fn failed(e: impl Into<String>) -> Step {
 const DEFAULT_TIMEOUT_MS: u32 = 30_000;
 /// Longest page-method wait inside a script (the run's own limit may cut it shorter).
 const PAGE_CALL_MS: u32 = 15_000;
+/// Objects the spare isolate freezes per idle step (of about 1,200; about 1 ms per step in wasm).
+const FREEZE_STEP: u32 = 200;
 /// Arguments longer than this are summarized in the trace.
 const TRACE_ARGS_CHARS: usize = 300;
 
@@ -111,8 +122,15 @@ pub async fn run(tab: i32, script: &str, timeout_ms: Option<u32>) -> Result<Tool
     load_sandbox()
         .await
         .map_err(|e| format!("Loading the code-mode sandbox failed: {}", error_text(&e)))?;
-    let isolate = new_isolate(&tools.interfaces_json(), f64::from(time_ms))
+    let isolate = take_isolate()
         .map_err(|e| format!("Starting the code-mode sandbox failed: {}", error_text(&e)))?;
+    if let Err(e) = isolate.open(&tools.page_interfaces_json(), f64::from(time_ms)) {
+        retire(Some(isolate));
+        return Err(format!(
+            "Starting the code-mode sandbox failed: {}",
+            error_text(&e)
+        ));
+    }
     let mut sandbox = Some(isolate);
     let mut trace: Vec<TraceEntry> = Vec::new();
     let mut inflight: FuturesUnordered<Pin<Box<dyn Future<Output = Done> + '_>>> =
@@ -161,9 +179,7 @@ pub async fn run(tab: i32, script: &str, timeout_ms: Option<u32>) -> Result<Tool
         .and_then(|text| crate::js::parse_json(&text).ok())
         .unwrap_or_default();
     drop(inflight);
-    if let Some(s) = sandbox {
-        s.free();
-    }
+    retire(sandbox);
     let report = |result: Option<&Value>| {
         serde_json::to_string(&Report {
             result,
@@ -177,6 +193,67 @@ pub async fn run(tab: i32, script: &str, timeout_ms: Option<u32>) -> Result<Tool
         Ok(value) => Ok(ToolResult::text(report(value.as_ref()))),
         Err(e) => Err(format!("{e}\n{}", report(None))),
     }
+}
+
+thread_local! {
+    /// A prepared isolate for the next run: building the engine and freezing its intrinsics is
+    /// most of a run's fixed cost, so it is done while the worker is idle. Each isolate serves
+    /// one run and is freed after it: nothing of one script survives into the next.
+    static SPARE: RefCell<Option<Isolate>> = const { RefCell::new(None) };
+    /// Isolates whose run ended, freed while the worker is idle.
+    static RETIRED: RefCell<Vec<Isolate>> = const { RefCell::new(Vec::new()) };
+    static TIDYING: Cell<bool> = const { Cell::new(false) };
+    /// `{"browser": …}`: the namespace every run has, in the spare before the page's are known.
+    static BROWSER_INTERFACES: String = protocol::btcp::browser_interfaces_json();
+}
+
+fn new_prepared() -> Result<Isolate, JsValue> {
+    BROWSER_INTERFACES.with(|b| new_isolate(b))
+}
+
+/// The spare isolate, or a new one when there is none (the first run, or runs at once).
+fn take_isolate() -> Result<Isolate, JsValue> {
+    match SPARE.with(|s| s.borrow_mut().take()) {
+        Some(ready) => Ok(ready),
+        None => new_prepared(),
+    }
+}
+
+/// After a run: its isolate (if any) is freed and the next run's prepared, in a task of its own
+/// after this one, so the command's answer goes out first.
+fn retire(used: Option<Isolate>) {
+    if let Some(used) = used {
+        RETIRED.with(|r| r.borrow_mut().push(used));
+    }
+    if TIDYING.with(|t| t.replace(true)) {
+        return;
+    }
+    wasm_bindgen_futures::spawn_local(async {
+        sleep_ms(0).await;
+        for used in RETIRED.with(|r| std::mem::take(&mut *r.borrow_mut())) {
+            used.free();
+        }
+        if SPARE.with(|s| s.borrow().is_none()) {
+            // A failure here shows again, reported, when the next run makes its own.
+            if let Ok(ready) = new_prepared() {
+                SPARE.with(|s| *s.borrow_mut() = Some(ready));
+            }
+        }
+        // The rest of the preparing in steps, each its own task, so that a command arriving
+        // meanwhile waits for one step at most (a run that takes the spare first finishes it).
+        loop {
+            sleep_ms(0).await;
+            let done = SPARE.with(|s| {
+                s.borrow()
+                    .as_ref()
+                    .is_none_or(|i| i.prepare_more(FREEZE_STEP))
+            });
+            if done {
+                break;
+            }
+        }
+        TIDYING.with(|t| t.set(false));
+    });
 }
 
 fn remaining_ms(sandbox: &Option<Isolate>) -> u32 {
