@@ -9,6 +9,7 @@ mod chrome;
 mod debugging_bar;
 mod geometry;
 mod group;
+mod images;
 mod isolated_world;
 mod js;
 mod lifetime;

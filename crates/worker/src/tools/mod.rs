@@ -295,11 +295,12 @@ fn parse<T: DeserializeOwned>(args: Map<String, Value>) -> Result<T, String> {
 pub fn forget(tab: i32) {
     read_page::forget(tab);
     computer::screenshot::forget(tab);
+    crate::images::forget(tab);
 }
 
 /// Whether tools keep something of the tab.
 pub fn holds(tab: i32) -> bool {
-    read_page::holds(tab) || computer::screenshot::holds(tab)
+    read_page::holds(tab) || computer::screenshot::holds(tab) || crate::images::holds(tab)
 }
 
 /// Cuts `text` to at most `max` characters, saying how much was left out.

@@ -4,8 +4,8 @@
 
 use crate::cdp;
 use crate::geometry::scale as coords;
+use crate::images;
 use crate::isolated_world as world;
-use crate::tools::computer::screenshot;
 use crate::tools::{typed, Access, Tool};
 use protocol::ToolResult;
 use serde::Deserialize;
@@ -34,7 +34,7 @@ pub struct Args {
 pub async fn run(args: Args) -> Result<ToolResult, String> {
     let tab = args.tab_id;
     coords::load().await;
-    let img = screenshot::image(&args.image_id).await.ok_or_else(|| {
+    let img = images::image(&args.image_id).await.ok_or_else(|| {
         format!(
             "Unknown imageId \"{}\": use the ID that a screenshot or zoom returned (the last few per tab are kept).",
             args.image_id
