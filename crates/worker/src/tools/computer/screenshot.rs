@@ -308,7 +308,7 @@ pub async fn zoom(tab: i32, region: [f64; 4]) -> Result<Vec<ContentBlock>, Strin
 
 #[cfg(test)]
 mod tests {
-    use super::{budget_scale, capture_params, Region, Viewport};
+    use super::{budget_scale, capture_params, whole, Region, Viewport};
     use serde_json::json;
 
     fn viewport(width: f64, height: f64, dpr: f64) -> Viewport {
@@ -319,15 +319,6 @@ mod tests {
             scroll_y: 120.0,
             dpr,
             visible: true,
-        }
-    }
-
-    fn whole(vp: &Viewport) -> Region {
-        Region {
-            x: vp.scroll_x,
-            y: vp.scroll_y,
-            width: vp.width,
-            height: vp.height,
         }
     }
 
