@@ -2,57 +2,95 @@
 //! a response body as a stream of byte chunks, and POSTing a result with bounded retries.
 
 use crate::js::{error_text, sleep_ms, with_timeout};
-use js_sys::{Object, Reflect, Uint8Array};
+use js_sys::Uint8Array;
 use protocol::{CommandResult, ConnectionConfig};
 use wasm_bindgen::prelude::*;
-use wasm_bindgen_futures::JsFuture;
 
 #[wasm_bindgen]
 extern "C" {
     #[wasm_bindgen(catch, js_name = fetch)]
-    async fn fetch_js(url: &str, init: &JsValue) -> Result<JsValue, JsValue>;
+    async fn fetch_js(url: &str, init: &RequestInit) -> Result<JsValue, JsValue>;
+
+    /// `fetch`'s options.
+    #[wasm_bindgen(extends = js_sys::Object)]
+    type RequestInit;
+    #[wasm_bindgen(method, setter = method)]
+    fn set_method(this: &RequestInit, v: &str);
+    #[wasm_bindgen(method, setter = body)]
+    fn set_body(this: &RequestInit, v: &str);
+    #[wasm_bindgen(method, setter = headers)]
+    fn set_headers(this: &RequestInit, v: &Headers);
+    #[wasm_bindgen(method, setter = cache)]
+    fn set_cache(this: &RequestInit, v: &str);
+    #[wasm_bindgen(method, setter = credentials)]
+    fn set_credentials(this: &RequestInit, v: &str);
+    #[wasm_bindgen(method, setter = signal)]
+    fn set_signal(this: &RequestInit, v: &AbortSignal);
+
+    type Headers;
+    #[wasm_bindgen(constructor)]
+    fn new() -> Headers;
+    #[wasm_bindgen(method, catch)]
+    fn append(this: &Headers, name: &str, value: &str) -> Result<(), JsValue>;
+
+    #[wasm_bindgen(js_name = AbortController)]
+    type AbortControllerJs;
+    #[wasm_bindgen(constructor, catch, js_class = AbortController)]
+    fn new() -> Result<AbortControllerJs, JsValue>;
+    #[wasm_bindgen(method, getter)]
+    fn signal(this: &AbortControllerJs) -> AbortSignal;
+    #[wasm_bindgen(method)]
+    fn abort(this: &AbortControllerJs);
+
+    type AbortSignal;
+
+    #[wasm_bindgen(js_name = Response)]
+    type FetchResponse;
+    #[wasm_bindgen(method, getter)]
+    fn status(this: &FetchResponse) -> u16;
+    #[wasm_bindgen(method, catch)]
+    async fn text(this: &FetchResponse) -> Result<JsValue, JsValue>;
+    #[wasm_bindgen(method, getter)]
+    fn body(this: &FetchResponse) -> Option<ReadableStream>;
+
+    type ReadableStream;
+    #[wasm_bindgen(method, catch, js_name = getReader)]
+    fn get_reader(this: &ReadableStream) -> Result<StreamReader, JsValue>;
+
+    type StreamReader;
+    #[wasm_bindgen(method, catch)]
+    async fn read(this: &StreamReader) -> Result<JsValue, JsValue>;
+
+    /// What a stream reader's `read()` gives.
+    type ReadResult;
+    #[wasm_bindgen(method, getter)]
+    fn done(this: &ReadResult) -> Option<bool>;
+    #[wasm_bindgen(method, getter)]
+    fn value(this: &ReadResult) -> JsValue;
 }
 
 const POST_TIMEOUT_MS: u32 = 30_000;
 const POST_ATTEMPTS: u32 = 4;
 
-fn set(o: &JsValue, k: &str, v: &JsValue) {
-    let _ = Reflect::set(o, &JsValue::from_str(k), v);
-}
-
-fn get(o: &JsValue, k: &str) -> JsValue {
-    Reflect::get(o, &JsValue::from_str(k)).unwrap_or(JsValue::UNDEFINED)
-}
-
 /// An `AbortController`: dropping it aborts the request it was given to.
-pub struct Abort(JsValue);
+pub struct Abort(AbortControllerJs);
 
 impl Abort {
     pub fn new() -> Option<Abort> {
-        let ctor = get(&js_sys::global(), "AbortController");
-        let ctor: &js_sys::Function = ctor.dyn_ref()?;
-        Reflect::construct(ctor, &js_sys::Array::new())
-            .ok()
-            .map(Abort)
-    }
-
-    fn signal(&self) -> JsValue {
-        get(&self.0, "signal")
+        AbortControllerJs::new().ok().map(Abort)
     }
 }
 
 impl Drop for Abort {
     fn drop(&mut self) {
-        if let Ok(f) = get(&self.0, "abort").dyn_into::<js_sys::Function>() {
-            let _ = f.call0(&self.0);
-        }
+        self.0.abort();
     }
 }
 
 /// A response: its status and a reader over its body.
 pub struct Response {
     pub status: u16,
-    raw: JsValue,
+    raw: FetchResponse,
 }
 
 /// `fetch(url)` with the bearer token; `accept` and an optional JSON `body` (POST when given).
@@ -63,44 +101,42 @@ pub async fn request(
     body: Option<&str>,
     abort: Option<&Abort>,
 ) -> Result<Response, String> {
-    let init = Object::new();
-    let headers = Object::new();
-    set(
-        &headers,
-        "Authorization",
-        &JsValue::from_str(&format!("Bearer {}", config.token)),
-    );
-    set(&headers, "Accept", &JsValue::from_str(accept));
+    let init: RequestInit = js_sys::Object::new().unchecked_into();
+    let headers = Headers::new();
+    let bad_header = |e: JsValue| format!("Cannot reach {url}: {}", error_text(&e));
+    headers
+        .append("Authorization", &format!("Bearer {}", config.token))
+        .map_err(bad_header)?;
+    headers.append("Accept", accept).map_err(bad_header)?;
     if let Some(body) = body {
-        set(&init, "method", &JsValue::from_str("POST"));
-        set(
-            &headers,
-            "Content-Type",
-            &JsValue::from_str("application/json"),
-        );
-        set(&init, "body", &JsValue::from_str(body));
+        init.set_method("POST");
+        headers
+            .append("Content-Type", "application/json")
+            .map_err(bad_header)?;
+        init.set_body(body);
     }
-    set(&init, "headers", &headers);
-    set(&init, "cache", &JsValue::from_str("no-store"));
-    set(&init, "credentials", &JsValue::from_str("omit"));
+    init.set_headers(&headers);
+    init.set_cache("no-store");
+    init.set_credentials("omit");
     if let Some(a) = abort {
-        set(&init, "signal", &a.signal());
+        init.set_signal(&a.0.signal());
     }
-    let raw = fetch_js(url, &init)
+    let raw: FetchResponse = fetch_js(url, &init)
         .await
-        .map_err(|e| format!("Cannot reach {url}: {}", error_text(&e)))?;
-    let status = get(&raw, "status").as_f64().unwrap_or(0.0) as u16;
-    Ok(Response { status, raw })
+        .map_err(|e| format!("Cannot reach {url}: {}", error_text(&e)))?
+        .unchecked_into();
+    Ok(Response {
+        status: raw.status(),
+        raw,
+    })
 }
 
 impl Response {
     /// The body as text.
     pub async fn text(&self) -> Result<String, String> {
-        let f = get(&self.raw, "text")
-            .dyn_into::<js_sys::Function>()
-            .map_err(|_| "the response has no text()".to_string())?;
-        let p = f.call0(&self.raw).map_err(|e| error_text(&e))?;
-        let v = JsFuture::from(js_sys::Promise::from(p))
+        let v = self
+            .raw
+            .text()
             .await
             .map_err(|e| format!("reading the response failed: {}", error_text(&e)))?;
         Ok(v.as_string().unwrap_or_default())
@@ -108,30 +144,31 @@ impl Response {
 
     /// A reader over the body's byte chunks.
     pub fn reader(&self) -> Result<BodyReader, String> {
-        let body = get(&self.raw, "body");
-        let f = get(&body, "getReader")
-            .dyn_into::<js_sys::Function>()
-            .map_err(|_| "the response has no body stream".to_string())?;
-        f.call0(&body).map(BodyReader).map_err(|e| error_text(&e))
+        let body = self
+            .raw
+            .body()
+            .ok_or_else(|| "the response has no body stream".to_string())?;
+        body.get_reader()
+            .map(BodyReader)
+            .map_err(|e| error_text(&e))
     }
 }
 
-pub struct BodyReader(JsValue);
+pub struct BodyReader(StreamReader);
 
 impl BodyReader {
     /// The next chunk, `Ok(None)` at the end of the body.
     pub async fn next(&self) -> Result<Option<Vec<u8>>, String> {
-        let f = get(&self.0, "read")
-            .dyn_into::<js_sys::Function>()
-            .map_err(|_| "the body reader has no read()".to_string())?;
-        let p = f.call0(&self.0).map_err(|e| error_text(&e))?;
-        let r = JsFuture::from(js_sys::Promise::from(p))
+        let r: ReadResult = self
+            .0
+            .read()
             .await
-            .map_err(|e| error_text(&e))?;
-        if get(&r, "done").as_bool().unwrap_or(true) {
+            .map_err(|e| error_text(&e))?
+            .unchecked_into();
+        if r.done().unwrap_or(true) {
             return Ok(None);
         }
-        Ok(Some(Uint8Array::new(&get(&r, "value")).to_vec()))
+        Ok(Some(Uint8Array::new(&r.value()).to_vec()))
     }
 }
 
