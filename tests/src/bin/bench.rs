@@ -104,6 +104,18 @@ impl Bench {
         Ok(url)
     }
 
+    /// Runs `script` as one `btcp_run_script` on the tab: its report (result, calls, trace).
+    async fn run_script(&self, script: &str) -> Result<Value> {
+        let text = self
+            .api
+            .text(
+                "btcp_run_script",
+                &json!({"tabId": self.tab, "script": script}),
+            )
+            .await?;
+        Ok(serde_json::from_str(&text)?)
+    }
+
     /// Evaluates `expr` in the tab over raw CDP.
     async fn raw_eval(&self, expr: &str) -> Result<Value> {
         let r = self
@@ -857,12 +869,7 @@ impl Bench {
                                 .await?;
                         }
                     } else {
-                        let report: Value = serde_json::from_str(
-                            &self
-                                .api
-                                .text("btcp_run_script", &json!({"tabId": tab, "script": script}))
-                                .await?,
-                        )?;
+                        let report = self.run_script(&script).await?;
                         if report["result"] != json!(CALLS) {
                             return Err(Error::new(format!("the script answered {report}")));
                         }
@@ -1059,12 +1066,7 @@ impl Bench {
                     // b) the script
                     self.raw_eval(&set_list(n)).await?;
                     let t = Instant::now();
-                    let report: Value = serde_json::from_str(
-                        &self
-                            .api
-                            .text("btcp_run_script", &json!({"tabId": tab, "script": script}))
-                            .await?,
-                    )?;
+                    let report = self.run_script(script).await?;
                     let script_ms = ms(t.elapsed());
                     let mut calls: Vec<f64> = report["calls"]
                         .as_array()
