@@ -5,6 +5,9 @@ mod boundary;
 mod brand;
 mod btcp;
 mod cdp;
+// Pushed to and drained by the browser toolset's members (issue 16), landing with them.
+#[allow(dead_code)]
+mod changes;
 mod chrome;
 mod debugging_bar;
 mod geometry;
