@@ -6,6 +6,7 @@
 //! schema), one file here declaring a [`Tool`] (name, policy, handler) next to its handler, and
 //! one line in [`TOOLS`]. A unit test checks the list against the catalog both ways.
 
+mod btcp;
 pub mod computer;
 mod console;
 mod find;
@@ -21,7 +22,7 @@ mod upload;
 mod window;
 
 use crate::cdp::{self, idle, record};
-use crate::{boundary, boundary_guard, btcp, group};
+use crate::{boundary, boundary_guard, group};
 use protocol::{schema, ToolResult};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
