@@ -43,3 +43,46 @@ pub fn on(open: &mut Option<Dialog>, event: &Event) {
         _ => {}
     }
 }
+
+/// A page that has had this many dialogs answered by the policy within [`LOOP_WINDOW_MS`]
+/// reopens them in a loop: the next one is left open (commands say so at once, and
+/// handle_dialog answers it) instead of being answered forever.
+pub const LOOP_BOUND: usize = 20;
+pub const LOOP_WINDOW_MS: f64 = 10_000.0;
+
+thread_local! {
+    /// The policy's answer to every dialog (`Some(accept)`), or `None`: dialogs wait for
+    /// handle_dialog.
+    static ANSWER: std::cell::Cell<Option<bool>> = const { std::cell::Cell::new(None) };
+    /// When the policy answered each tab's recent dialogs.
+    static ANSWERED: std::cell::RefCell<std::collections::HashMap<i32, std::collections::VecDeque<f64>>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
+}
+
+/// The policy's `dialogs`: `Some(accept)` answers each dialog at once.
+pub fn set_answer(answer: Option<bool>) {
+    ANSWER.with(|a| a.set(answer));
+}
+
+/// How the policy answers a dialog that opens on the tab now, if it does: not when it asks,
+/// nor past the loop bound.
+pub fn policy_answer(tab: i32, now: f64) -> Option<bool> {
+    let accept = ANSWER.with(std::cell::Cell::get)?;
+    ANSWERED.with(|a| {
+        let mut a = a.borrow_mut();
+        let times = a.entry(tab).or_default();
+        while times.front().is_some_and(|t| now - t > LOOP_WINDOW_MS) {
+            times.pop_front();
+        }
+        if times.len() >= LOOP_BOUND {
+            return None;
+        }
+        times.push_back(now);
+        Some(accept)
+    })
+}
+
+/// The tab closed or left the group.
+pub fn forget(tab: i32) {
+    ANSWERED.with(|a| a.borrow_mut().remove(&tab));
+}
