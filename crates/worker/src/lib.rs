@@ -1,15 +1,15 @@
 //! The Browser Operator service worker. `extension/worker.js` loads this wasm, registers every
 //! chrome.* listener synchronously and hands the events to the functions exported here.
 
+mod active;
 mod boundary;
 mod brand;
 mod btcp;
 mod cdp;
-// Pushed to and drained by the browser toolset's members (issue 16), landing with them.
-#[allow(dead_code)]
 mod changes;
 mod chrome;
 mod debugging_bar;
+mod file_input;
 mod geometry;
 mod group;
 mod images;

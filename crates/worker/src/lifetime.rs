@@ -5,7 +5,7 @@
 use crate::cdp::{self, idle, record};
 use crate::chrome::debugger;
 use crate::chrome::tabs::{self, GroupTarget};
-use crate::{boundary, debugging_bar, geometry, group, isolated_world, js, tools};
+use crate::{active, boundary, debugging_bar, geometry, group, isolated_world, js, tools};
 use std::collections::HashSet;
 
 /// Everything the worker keeps of a tab, in every module, forgotten in one call: the tab closed
@@ -21,6 +21,7 @@ pub fn forget(tab: i32) {
     geometry::scale::forget(tab);
     debugging_bar::forget(tab);
     tools::forget(tab);
+    active::forget(tab);
 }
 
 /// The stores that keep anything of the tab, by name: what an extension page asking about a
@@ -38,7 +39,7 @@ pub fn kept(tab: i32) -> Vec<&'static str> {
 type Holds = fn(i32) -> bool;
 
 /// Every per-tab store, by name.
-const STORES: [(&str, Holds); 10] = [
+const STORES: [(&str, Holds); 11] = [
     ("group", group::holds),
     ("boundary", boundary::holds),
     ("debugger", cdp::is_attached),
@@ -49,15 +50,18 @@ const STORES: [(&str, Holds); 10] = [
     ("screenshot scale", geometry::scale::holds),
     ("debugging bar", debugging_bar::holds),
     ("tools", tools::holds),
+    ("active tab", active::holds),
 ];
 
 /// A tab's group changed (`chrome.tabs.onUpdated`): joining the automation group starts its
-/// recording now, not at its first command; leaving it detaches it and forgets all of it.
+/// recording now, not at its first command, and is reported (`TabOpened`; a tab a command or a
+/// page opened was made active there already); leaving it detaches it and forgets all of it.
 pub async fn group_changed(tab: i32, group: i32) {
     let Ok(Some(ours)) = group::find().await else {
         return;
     };
     if group == ours {
+        active::joined(tab, false).await;
         if let Err(e) = record::observe(tab).await {
             js::log(&format!("recording tab {tab}, which joined the group: {e}"));
         }
@@ -69,8 +73,8 @@ pub async fn group_changed(tab: i32, group: i32) {
     }
 }
 
-/// A tab opened by `opener`: it joins the group when the opener is a group tab whose page opened
-/// a window just now (`Page.windowOpen`). Chrome also names an opener for tabs that the user or
+/// A tab opened by `opener`: it joins the group, as its active tab, when the opener is a group
+/// tab whose page opened a window just now (`Page.windowOpen`). Chrome also names an opener for tabs that the user or
 /// another program creates next to a group tab; those stay out.
 pub async fn adopt(tab_id: i32, opener: i32) -> Result<(), String> {
     let mut opened = false;
@@ -91,6 +95,7 @@ pub async fn adopt(tab_id: i32, opener: i32) -> Result<(), String> {
         return Ok(());
     }
     tabs::group(&[tab_id], GroupTarget::Existing(group_id)).await?;
+    active::joined(tab_id, true).await;
     record::observe(tab_id).await?;
     Ok(())
 }
