@@ -84,10 +84,10 @@ async fn the_active_tab_switch_tab_and_browser_state() -> Result<()> {
     // Drained: the next report has no changes.
     assert_eq!(state(&backend).await?["changes"], json!([]));
 
-    backend.navigate(a, &fixtures.url("input.html")).await?;
+    backend.navigate(a, &fixtures.url("dialogs.html")).await?;
     let s = state(&backend).await?;
-    assert_eq!(s["tabs"][0]["url"], fixtures.url("input.html"));
-    assert_eq!(s["tabs"][0]["title"], "Fixture: input");
+    assert_eq!(s["tabs"][0]["url"], fixtures.url("dialogs.html"));
+    assert_eq!(s["tabs"][0]["title"], "Fixture: dialogs");
 
     // A new tab is the only active one, in the report, the tab context and Chrome's window.
     let b = backend.new_tab().await?;
@@ -101,7 +101,7 @@ async fn the_active_tab_switch_tab_and_browser_state() -> Result<()> {
 
     // switch_tab: active in the group, selected in its window.
     let out = backend.text("switch_tab", json!({"tabId": a})).await?;
-    assert!(out.starts_with(&format!("Switched to tab {a}: \"Fixture: input\"")), "{out}");
+    assert!(out.starts_with(&format!("Switched to tab {a}: \"Fixture: dialogs\"")), "{out}");
     let s = state(&backend).await?;
     assert_eq!(active_of(&s), a);
     assert_eq!(s["changes"], json!([]), "switching opens nothing: {s}");

@@ -12,6 +12,9 @@ use std::collections::VecDeque;
 pub const MAX: usize = 200;
 
 /// One change, as a report lists it (`{"type": "tab_opened", "tabId": 7}` …).
+// Only `TabOpened` is pushed on this branch; the policy's recorders push the rest (issue 16):
+// remove this allow when they land.
+#[allow(dead_code)]
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(
     tag = "type",

@@ -6,7 +6,8 @@ function (mode, files, count, x, y) {
   // "check": this must be a file input that takes `count` files (DOM.setFileInputFiles sets
   //   them next);
   // "read": the names, sizes and types of this input's files, each read once (a file the
-  //   browser cannot read is named in `unreadable`).
+  //   browser cannot read is named in `unreadable`);
+  // "clear": the input's files go (and input and change fire), as after "read" named one.
   const el = this;
   const isInput = el instanceof HTMLInputElement;
   const what = isInput
@@ -22,7 +23,7 @@ function (mode, files, count, x, y) {
     }
   }
   const asInput = isInput && el.type === "file";
-  if (asInput && mode !== "read") {
+  if (asInput && mode !== "read" && mode !== "clear") {
     if (el.disabled) return { error: "The file input is disabled: a person could not choose files for it now." };
     const n = mode === "check" ? count : files.length;
     if (n > 1 && !el.multiple) {
@@ -30,11 +31,20 @@ function (mode, files, count, x, y) {
     }
   }
   if (mode === "check") return { ok: true };
+  if (mode === "clear") {
+    el.value = "";
+    el.dispatchEvent(new Event("input", { bubbles: true, composed: true }));
+    el.dispatchEvent(new Event("change", { bubbles: true }));
+    return { files: [] };
+  }
   if (mode === "read") {
     return (async () => {
       for (const f of el.files) {
+        // Its first chunk (a slice would not touch the disk for a file whose size reads 0).
+        const reader = f.stream().getReader();
         try {
-          await f.slice(0, 1).arrayBuffer();
+          await reader.read();
+          reader.cancel();
         } catch (e) {
           return { unreadable: f.name, why: String((e && e.name) || e) };
         }

@@ -44,6 +44,8 @@ pub enum Mode<'a> {
     Check(usize),
     /// The input's files, each read once.
     Read,
+    /// The input's files go (after `Read` found one the browser cannot read).
+    Clear,
 }
 
 /// Runs the page side on the element (`object`, a RemoteObject id in `target`'s session). The
@@ -54,6 +56,7 @@ pub async fn call(target: &Target, object: &str, mode: Mode<'_>) -> Result<Value
         Mode::GiveOrDrop(f, x, y) => ("give or drop", f, 0, x, y),
         Mode::Check(n) => ("check", &[][..], n, 0.0, 0.0),
         Mode::Read => ("read", &[][..], 0, 0.0, 0.0),
+        Mode::Clear => ("clear", &[][..], 0, 0.0, 0.0),
     };
     let out = cdp::send_to(
         target,

@@ -119,23 +119,27 @@ async fn from_paths(tab: i32, target: &str, paths: Vec<String>) -> Result<ToolRe
     }
     let element = world::resolve(tab, target).await?;
     file_input::call(&element.target, &element.object, Mode::Check(paths.len())).await?;
-    let set = |files: &[String]| {
-        cdp::send_to(
-            &element.target,
-            "DOM.setFileInputFiles",
-            json!({"files": files, "objectId": element.object}),
-        )
-    };
-    set(&paths).await.map_err(|e| match e {
+    cdp::send_to(
+        &element.target,
+        "DOM.setFileInputFiles",
+        json!({"files": paths, "objectId": element.object}),
+    )
+    .await
+    .map_err(|e| match e {
         cdp::Error::Chrome { chrome, .. } if chrome.contains("Not allowed") => {
-            "Chrome refused to set files from paths: the extension may not read local files. Allow it under chrome://extensions (Browser Operator, Details, \"Allow access to file URLs\"), or send the files' bytes in `files` instead.".to_string()
+            format!(
+                "Chrome refused to set files from paths: the extension may not read local files. Allow it under chrome://extensions ({}, Details, \"Allow access to file URLs\"), or send the files' bytes in `files` instead.",
+                crate::brand::brand().product_name
+            )
         }
         e => e.to_string(),
     })?;
     let v = file_input::call(&element.target, &element.object, Mode::Read).await?;
     if let Some(name) = v.get("unreadable").and_then(Value::as_str) {
         let why = v.get("why").and_then(Value::as_str).unwrap_or("unknown");
-        let cleared = set(&Vec::new()).await.is_ok();
+        let cleared = file_input::call(&element.target, &element.object, Mode::Clear)
+            .await
+            .is_ok();
         let left = if cleared {
             "The file input was cleared again."
         } else {
