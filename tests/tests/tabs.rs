@@ -80,7 +80,10 @@ async fn the_active_tab_switch_tab_and_browser_state() -> Result<()> {
     assert_eq!(s["changes"], opened(&[a]), "{s}");
     assert_eq!(s["dropped"], 0);
     // A blank tab: empty title and URL.
-    assert_eq!((&s["tabs"][0]["title"], &s["tabs"][0]["url"]), (&json!(""), &json!("")));
+    assert_eq!(
+        (&s["tabs"][0]["title"], &s["tabs"][0]["url"]),
+        (&json!(""), &json!(""))
+    );
     // Drained: the next report has no changes.
     assert_eq!(state(&backend).await?["changes"], json!([]));
 
@@ -101,7 +104,10 @@ async fn the_active_tab_switch_tab_and_browser_state() -> Result<()> {
 
     // switch_tab: active in the group, selected in its window.
     let out = backend.text("switch_tab", json!({"tabId": a})).await?;
-    assert!(out.starts_with(&format!("Switched to tab {a}: \"Fixture: dialogs\"")), "{out}");
+    assert!(
+        out.starts_with(&format!("Switched to tab {a}: \"Fixture: dialogs\"")),
+        "{out}"
+    );
     let s = state(&backend).await?;
     assert_eq!(active_of(&s), a);
     assert_eq!(s["changes"], json!([]), "switching opens nothing: {s}");
@@ -123,7 +129,9 @@ async fn the_active_tab_switch_tab_and_browser_state() -> Result<()> {
         .error("switch_tab", json!({"tabId": outside_id}))
         .await?;
     assert!(
-        e.contains(&format!("Tab {outside_id} is not in the automation tab group")) && e.contains("Valid tab ids"),
+        e.contains(&format!(
+            "Tab {outside_id} is not in the automation tab group"
+        )) && e.contains("Valid tab ids"),
         "{e}"
     );
     assert_eq!(active_of(&state(&backend).await?), a);
@@ -143,16 +151,30 @@ async fn the_active_tab_switch_tab_and_browser_state() -> Result<()> {
     .await?;
     assert_eq!(active_of(&s), a);
     outside.close().await?;
-    state_until(&backend, "the dragged tab gone", |s| !ids_of(s).contains(&outside_id)).await?;
+    state_until(&backend, "the dragged tab gone", |s| {
+        !ids_of(s).contains(&outside_id)
+    })
+    .await?;
 
-    // The active tab outlives a worker restart.
+    // A person selecting another tab in Chrome does not change the group's active tab.
+    worker
+        .eval(&format!(
+            "chrome.tabs.update({b}, {{active: true}}).then(() => 'ok')"
+        ))
+        .await?;
+    assert_eq!(worker.eval(&selected(b)).await?, json!(true));
+    assert_eq!(active_of(&state(&backend).await?), a);
+
+    // The active tab outlives a worker restart (Chrome's selection says b: it is not guessed).
     worker.detach().await?;
     browser.stop_worker().await?;
     let s = state_of_restarted(&backend).await?;
     assert_eq!(active_of(&s), a);
     assert_eq!(s["changes"], json!([]));
 
-    // A tab a's page opens (window.open on a click) joins the group as its active tab.
+    // A tab a's page opens (window.open on a click) joins the group as its active tab; before
+    // it, b was made active again.
+    backend.text("switch_tab", json!({"tabId": b})).await?;
     let (ox, oy) = centre(&backend, a, "open").await?;
     backend
         .text(
@@ -161,16 +183,21 @@ async fn the_active_tab_switch_tab_and_browser_state() -> Result<()> {
         )
         .await?;
     let s = state_until(&backend, "the popup joins", |s| ids_of(s).len() == 3).await?;
-    let c = *ids_of(&s).iter().find(|t| ![a, b].contains(t)).expect("the popup");
-    assert_eq!(active_of(&s), c);
+    let c = *ids_of(&s)
+        .iter()
+        .find(|t| ![a, b].contains(t))
+        .expect("the popup");
+    assert_eq!(active_of(&s), c, "a {a}, b {b}: {s}");
     assert_eq!(s["changes"], opened(&[c]), "{s}");
     assert_eq!(context_active(&backend).await?, [c]);
 
-    // Closing the active tab: the most recently active remaining one (a, not b) is active.
+    // Closing the active tab: the most recently active remaining one is active (b: neither the
+    // first of the tab strip, a, nor the opener Chrome selects when a popup closes, a).
     backend.text("tabs_close_mcp", json!({"tabId": c})).await?;
     let s = state(&backend).await?;
-    assert_eq!(ids_of(&s).len(), 2, "{s}");
-    assert_eq!(active_of(&s), a);
+    assert_eq!(ids_of(&s), [a, b], "{s}");
+    assert_eq!(active_of(&s), b);
+    // Closing a tab that is not active leaves the active one.
     backend.text("tabs_close_mcp", json!({"tabId": a})).await?;
     let s = state(&backend).await?;
     assert_eq!(ids_of(&s), [b]);
@@ -178,7 +205,8 @@ async fn the_active_tab_switch_tab_and_browser_state() -> Result<()> {
     assert_eq!(s["changes"], json!([]), "closing reports no opening: {s}");
 
     // switch_tab is a tool every client sees: the MCP server lists the new tools.
-    let mcp = browser_operator_e2e::mcp::HttpMcp::connect(&backend.http_url(), backend.token()).await?;
+    let mcp =
+        browser_operator_e2e::mcp::HttpMcp::connect(&backend.http_url(), backend.token()).await?;
     let listed: Vec<String> = mcp
         .tools()
         .await?
@@ -186,9 +214,13 @@ async fn the_active_tab_switch_tab_and_browser_state() -> Result<()> {
         .filter_map(|t| t["name"].as_str().map(String::from))
         .collect();
     for name in ["switch_tab", "browser_state", "file_upload"] {
-        assert!(listed.iter().any(|n| n == name), "{name} over MCP: {listed:?}");
+        assert!(
+            listed.iter().any(|n| n == name),
+            "{name} over MCP: {listed:?}"
+        );
     }
-    let over_mcp = browser_operator_e2e::mcp::text_of(&mcp.call("browser_state", json!({})).await?)?;
+    let over_mcp =
+        browser_operator_e2e::mcp::text_of(&mcp.call("browser_state", json!({})).await?)?;
     let s: Value = serde_json::from_str(&over_mcp).expect("JSON over MCP");
     assert_eq!(active_of(&s), b);
 
@@ -284,13 +316,19 @@ async fn file_upload_sets_a_file_input_s_files() -> Result<()> {
             json!({"tabId": tab, "ref": one, "files": [{"name": "../../secret/notes.txt", "data": b64(b"hello, file")}]}),
         )
         .await?;
-    assert!(out.contains("\"notes.txt\" (11 bytes, text/plain)"), "{out}");
+    assert!(
+        out.contains("\"notes.txt\" (11 bytes, text/plain)"),
+        "{out}"
+    );
     let v = picked(&backend, tab, "one").await?;
     assert_eq!(
         v,
         json!([{"name": "notes.txt", "size": 11, "type": "text/plain", "text": "hello, file", "sum": sum(b"hello, file")}])
     );
-    assert_eq!(backend.js(tab, "events.join()").await?, "one:input,one:change");
+    assert_eq!(
+        backend.js(tab, "events.join()").await?,
+        "one:input,one:change"
+    );
 
     // Several files on a multiple input: every byte value, a given type, a name with controls.
     reset(&backend, tab).await?;
@@ -311,7 +349,11 @@ async fn file_upload_sets_a_file_input_s_files() -> Result<()> {
     assert_eq!(v[0]["sum"], sum(&bytes));
     assert_eq!(
         (&v[1]["name"], &v[1]["type"], &v[1]["text"]),
-        (&json!("report.csv"), &json!("text/csv"), &json!("a,b\n1,2\n"))
+        (
+            &json!("report.csv"),
+            &json!("text/csv"),
+            &json!("a,b\n1,2\n")
+        )
     );
 
     // The size cap: 1 MiB in all passes; one byte more is refused, saying the limit.
@@ -338,16 +380,43 @@ async fn file_upload_sets_a_file_input_s_files() -> Result<()> {
     reset(&backend, tab).await?;
     let two = json!([{"name": "a.txt", "data": b64(b"a")}, {"name": "b.txt", "data": b64(b"b")}]);
     let refused = [
-        (json!({"ref": one, "files": two}), "takes one file (it has no multiple attribute); 2 were given"),
-        (json!({"ref": words, "files": [{"name": "a.txt", "data": "YQ=="}]}), "an input of type \"text\", not a file input"),
-        (json!({"ref": button, "files": [{"name": "a.txt", "data": "YQ=="}]}), "The element is <button#go>, not a file input"),
-        (json!({"ref": off, "files": [{"name": "a.txt", "data": "YQ=="}]}), "The file input is disabled"),
-        (json!({"ref": one, "files": [{"name": "a.txt", "data": "not base64!"}]}), "files[0].data is not base64"),
-        (json!({"ref": one, "files": [{"name": "a.txt", "mimeType": "nonsense", "data": "YQ=="}]}), "is not a MIME type"),
-        (json!({"ref": one, "files": [{"name": "a.txt", "data": "YQ=="}], "paths": ["/tmp/a"]}), "not both"),
+        (
+            json!({"ref": one, "files": two}),
+            "takes one file (it has no multiple attribute); 2 were given",
+        ),
+        (
+            json!({"ref": words, "files": [{"name": "a.txt", "data": "YQ=="}]}),
+            "an input of type \"text\", not a file input",
+        ),
+        (
+            json!({"ref": button, "files": [{"name": "a.txt", "data": "YQ=="}]}),
+            "The element is <button#go>, not a file input",
+        ),
+        (
+            json!({"ref": off, "files": [{"name": "a.txt", "data": "YQ=="}]}),
+            "The file input is disabled",
+        ),
+        (
+            json!({"ref": one, "files": [{"name": "a.txt", "data": "not base64!"}]}),
+            "files[0].data is not base64",
+        ),
+        (
+            json!({"ref": one, "files": [{"name": "a.txt", "mimeType": "nonsense", "data": "YQ=="}]}),
+            "is not a MIME type",
+        ),
+        (
+            json!({"ref": one, "files": [{"name": "a.txt", "data": "YQ=="}], "paths": ["/tmp/a"]}),
+            "not both",
+        ),
         (json!({"ref": one}), "needs `files`"),
-        (json!({"ref": one, "paths": ["relative.txt"]}), "paths[0] is not an absolute path"),
-        (json!({"ref": "ref_99999", "files": [{"name": "a.txt", "data": "YQ=="}]}), "Unknown ref"),
+        (
+            json!({"ref": one, "paths": ["relative.txt"]}),
+            "paths[0] is not an absolute path",
+        ),
+        (
+            json!({"ref": "ref_99999", "files": [{"name": "a.txt", "data": "YQ=="}]}),
+            "Unknown ref",
+        ),
     ];
     for (args, says) in refused {
         let mut args = args;
@@ -367,10 +436,19 @@ async fn file_upload_sets_a_file_input_s_files() -> Result<()> {
             json!({"tabId": tab, "ref": one, "paths": [path.to_string_lossy()]}),
         )
         .await?;
-    assert!(out.contains("\"on-disk.txt\" (19 bytes, text/plain)"), "{out}");
+    assert!(
+        out.contains("\"on-disk.txt\" (19 bytes, text/plain)"),
+        "{out}"
+    );
     let v = picked(&backend, tab, "one").await?;
-    assert_eq!((&v[0]["name"], &v[0]["text"]), (&json!("on-disk.txt"), &json!("bytes from the disk")));
-    assert_eq!(backend.js(tab, "events.join()").await?, "one:input,one:change");
+    assert_eq!(
+        (&v[0]["name"], &v[0]["text"]),
+        (&json!("on-disk.txt"), &json!("bytes from the disk"))
+    );
+    assert_eq!(
+        backend.js(tab, "events.join()").await?,
+        "one:input,one:change"
+    );
     // A path that names no file: refused, and the input is left without it.
     let missing = dir.join("missing.txt");
     let e = backend
@@ -379,8 +457,16 @@ async fn file_upload_sets_a_file_input_s_files() -> Result<()> {
             json!({"tabId": tab, "ref": one, "paths": [missing.to_string_lossy()]}),
         )
         .await?;
-    assert!(e.contains("could not read the file \"missing.txt\"") && e.contains("cleared"), "{e}");
-    assert_eq!(backend.js(tab, "String(document.getElementById('one').files.length)").await?, "0");
+    assert!(
+        e.contains("could not read the file \"missing.txt\"") && e.contains("cleared"),
+        "{e}"
+    );
+    assert_eq!(
+        backend
+            .js(tab, "String(document.getElementById('one').files.length)")
+            .await?,
+        "0"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 
     browser.close().await?;

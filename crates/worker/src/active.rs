@@ -22,6 +22,37 @@ thread_local! {
     static LOADED: Cell<bool> = const { Cell::new(false) };
     /// Tabs forgotten before the stored order was read: it does not bring them back.
     static GONE_BEFORE_LOAD: RefCell<Vec<i32>> = const { RefCell::new(Vec::new()) };
+    /// Tabs a group tab opened whose joining is being decided (`lifetime::adopt`): Chrome lists
+    /// such a tab in the group from its creation, before the worker knows whether its page
+    /// opened it (and so whether it is the active tab).
+    static DECIDING: RefCell<Vec<i32>> = const { RefCell::new(Vec::new()) };
+}
+
+/// How long a report waits, at most, for the tabs being decided.
+const SETTLE_MS: f64 = 1_500.0;
+
+/// A tab a group tab opened: whether it joins as the active tab is being decided.
+pub fn deciding(tab: i32) {
+    DECIDING.with(|d| d.borrow_mut().push(tab));
+}
+
+/// The decision on the tab is made (or it could not be).
+pub fn decided(tab: i32) {
+    DECIDING.with(|d| d.borrow_mut().retain(|t| *t != tab));
+}
+
+/// Whether the tab's joining is being decided.
+pub fn is_deciding(tab: i32) -> bool {
+    DECIDING.with(|d| d.borrow().contains(&tab))
+}
+
+/// Waits (at most [`SETTLE_MS`]) until no tab's joining is being decided: what a report lists
+/// next shows a tab a page just opened as the active one, not as one that joined beside it.
+pub async fn settled() {
+    let start = crate::js::now_ms();
+    while DECIDING.with(|d| !d.borrow().is_empty()) && crate::js::now_ms() - start < SETTLE_MS {
+        crate::js::sleep_ms(20).await;
+    }
 }
 
 /// Reads the order a previous worker kept; at once after the first call.
@@ -51,7 +82,14 @@ pub async fn joined(tab: i32, activate: bool) {
     }
 }
 
-/// `switch_tab`: the tab (checked to be in the group) becomes the active one.
+/// A tab a group tab's page opened, reported as `TabOpened` once it joined the group (it was
+/// made active before it joined, so that no report lists it in the group without it active).
+pub fn opened(tab: i32) {
+    changes::push(Change::TabOpened { tab_id: tab });
+}
+
+/// The tab becomes the active one: `switch_tab` (the tab checked to be in the group), or a tab
+/// a page opened, just before it joins.
 pub async fn activate(tab: i32) {
     load().await;
     if ORDER.with(|o| note(&mut o.borrow_mut(), tab, true)).1 {

@@ -75,7 +75,13 @@ pub async fn call(target: &Target, object: &str, mode: Mode<'_>) -> Result<Value
 
 /// `upload_image` at a point: the element there, in the page's main world (as a person's drop
 /// lands), gets the files.
-pub async fn give_at(tab: i32, files: &[File], x: f64, y: f64, shown: (f64, f64)) -> Result<Value, String> {
+pub async fn give_at(
+    tab: i32,
+    files: &[File],
+    x: f64,
+    y: f64,
+    shown: (f64, f64),
+) -> Result<Value, String> {
     let expr = format!(
         "(() => {{ const el = document.elementFromPoint({x}, {y}); if (!el) return {{error: 'Nothing at ({}, {}) to drop the image on.'}}; return ({FUNCTION}).call(el, 'give or drop', {}, 0, {x}, {y}); }})()",
         shown.0,
@@ -154,8 +160,7 @@ pub fn checked_mime(mime: &str) -> Option<String> {
     let (t, sub) = essence.trim().split_once('/')?;
     let token = |s: &str| {
         !s.is_empty()
-            && s
-                .chars()
+            && s.chars()
                 .all(|c| c.is_ascii_alphanumeric() || "!#$&-^_.+".contains(c))
     };
     let printable = mime.chars().all(|c| (' '..='~').contains(&c));
@@ -228,7 +233,10 @@ pub fn is_absolute_path(path: &str) -> bool {
     let b = path.as_bytes();
     path.starts_with('/')
         || path.starts_with("\\\\")
-        || (b.len() >= 3 && b[0].is_ascii_alphabetic() && b[1] == b':' && (b[2] == b'\\' || b[2] == b'/'))
+        || (b.len() >= 3
+            && b[0].is_ascii_alphabetic()
+            && b[1] == b':'
+            && (b[2] == b'\\' || b[2] == b'/'))
 }
 
 #[cfg(test)]
@@ -245,7 +253,10 @@ mod tests {
         assert_eq!(sanitized_name("  spaced.txt "), "spaced.txt");
         assert_eq!(sanitized_name(".."), "file");
         assert_eq!(sanitized_name("dir/"), "file");
-        assert_eq!(sanitized_name(&"é".repeat(300)).chars().count(), MAX_NAME_CHARS);
+        assert_eq!(
+            sanitized_name(&"é".repeat(300)).chars().count(),
+            MAX_NAME_CHARS
+        );
     }
 
     #[test]

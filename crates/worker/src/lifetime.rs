@@ -61,7 +61,9 @@ pub async fn group_changed(tab: i32, group: i32) {
         return;
     };
     if group == ours {
-        active::joined(tab, false).await;
+        if !active::is_deciding(tab) {
+            active::joined(tab, false).await;
+        }
         if let Err(e) = record::observe(tab).await {
             js::log(&format!("recording tab {tab}, which joined the group: {e}"));
         }
@@ -73,29 +75,54 @@ pub async fn group_changed(tab: i32, group: i32) {
     }
 }
 
-/// A tab opened by `opener`: it joins the group, as its active tab, when the opener is a group
-/// tab whose page opened a window just now (`Page.windowOpen`). Chrome also names an opener for tabs that the user or
-/// another program creates next to a group tab; those stay out.
+/// A tab opened by `opener`, a group tab: it joins the group as its active tab. Chrome itself
+/// puts a tab that a group tab's page opens (a link, `window.open`) in the group; one it left out
+/// joins when the opener's page opened a window just now (`Page.windowOpen`). Chrome also names
+/// an opener for tabs that the user or another program creates next to a group tab; those stay
+/// out.
 pub async fn adopt(tab_id: i32, opener: i32) -> Result<(), String> {
-    let mut opened = false;
-    for _ in 0..20 {
-        if record::opened_window_within(opener, 3_000.0) {
-            opened = true;
-            break;
-        }
-        js::sleep_ms(50).await;
+    // Decided here rather than by the group event; reports wait for the decision.
+    let from_group = group::reported(i64::from(opener)).is_some();
+    if from_group {
+        active::deciding(tab_id);
     }
-    if !opened {
-        return Ok(());
+    let joined = adopted(tab_id, opener).await;
+    if from_group {
+        active::decided(tab_id);
     }
+    joined
+}
+
+async fn adopted(tab_id: i32, opener: i32) -> Result<(), String> {
     let Some(group_id) = group::find().await? else {
         return Ok(());
     };
     if tabs::get(opener).await?.group_id != group_id {
         return Ok(());
     }
-    tabs::group(&[tab_id], GroupTarget::Existing(group_id)).await?;
-    active::joined(tab_id, true).await;
+    let grouped = tabs::get(tab_id).await?.group_id == group_id;
+    if !grouped {
+        let mut opened = false;
+        for _ in 0..20 {
+            if record::opened_window_within(opener, 3_000.0) {
+                opened = true;
+                break;
+            }
+            js::sleep_ms(50).await;
+        }
+        if !opened {
+            return Ok(());
+        }
+    }
+    // Active before it is listed in the group (where Chrome may have put it already).
+    active::activate(tab_id).await;
+    if !grouped {
+        if let Err(e) = tabs::group(&[tab_id], GroupTarget::Existing(group_id)).await {
+            active::forget(tab_id);
+            return Err(e);
+        }
+    }
+    active::opened(tab_id);
     record::observe(tab_id).await?;
     Ok(())
 }

@@ -32,6 +32,8 @@ struct State<'a> {
 }
 
 pub async fn run() -> Result<ToolResult, String> {
+    // A tab a group tab's page just opened is listed once it is known whether it is active.
+    active::settled().await;
     let tabs = match group::find().await? {
         Some(g) => group::tabs_of(g).await?,
         None => Vec::new(),
@@ -73,7 +75,8 @@ mod tests {
 
     /// A tab as chrome.tabs lists it (read the way the worker reads Chrome's answer).
     fn tab(id: i32, url: &str, pending: Option<&str>, title: &str) -> Tab {
-        let mut t = serde_json::json!({"id": id, "windowId": 1, "groupId": 2, "url": url, "title": title});
+        let mut t =
+            serde_json::json!({"id": id, "windowId": 1, "groupId": 2, "url": url, "title": title});
         if let Some(p) = pending {
             t["pendingUrl"] = p.into();
         }
@@ -84,13 +87,19 @@ mod tests {
     fn a_tab_as_chrome_reports_it_and_a_blank_one_empty() {
         let t = tab(4, "https://a.test/x", None, "A page");
         let e = entry(&t, Some(4)).expect("an entry");
-        assert_eq!((e.tab_id, e.title, e.url, e.active), (4, "A page", "https://a.test/x", true));
+        assert_eq!(
+            (e.tab_id, e.title, e.url, e.active),
+            (4, "A page", "https://a.test/x", true)
+        );
         let blank = tab(5, "about:blank", None, "about:blank");
         let e = entry(&blank, Some(4)).expect("an entry");
         assert_eq!((e.title, e.url, e.active), ("", "", false));
         // Before its first commit, a new tab's URL is the one it is loading.
         let loading = tab(6, "", Some("https://b.test/"), "");
-        assert_eq!(entry(&loading, None).map(|e| e.url), Some("https://b.test/"));
+        assert_eq!(
+            entry(&loading, None).map(|e| e.url),
+            Some("https://b.test/")
+        );
     }
 
     #[test]

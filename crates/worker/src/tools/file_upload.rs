@@ -191,7 +191,9 @@ mod tests {
         assert!(checked_files(vec![sent("a", None, &mib), sent("b", None, "")]).is_ok());
         let e = checked_files(vec![sent("a", None, &mib), sent("b", None, "AA==")]).err();
         assert!(
-            e.as_deref().is_some_and(|e| e.contains("limit of 1048576 bytes (1 MiB)") && e.contains("files[1]")),
+            e.as_deref().is_some_and(
+                |e| e.contains("limit of 1048576 bytes (1 MiB)") && e.contains("files[1]")
+            ),
             "{e:?}"
         );
     }

@@ -378,7 +378,10 @@ mod tests {
             .filter(|t| t.during_dialog)
             .map(|t| t.name)
             .collect();
-        assert_eq!(under_dialog, ["tabs_close_mcp", "switch_tab", "handle_dialog"]);
+        assert_eq!(
+            under_dialog,
+            ["tabs_close_mcp", "switch_tab", "handle_dialog"]
+        );
     }
 
     /// What a command needs before it runs: refused at once (no await, nothing done), refused

@@ -31,7 +31,11 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
     .await?;
     active::activate(args.tab_id).await;
     let title = tab.title.as_deref().unwrap_or("");
-    let url = tab.url.as_deref().or(tab.pending_url.as_deref()).unwrap_or("");
+    let url = tab
+        .url
+        .as_deref()
+        .or(tab.pending_url.as_deref())
+        .unwrap_or("");
     Ok(ToolResult::text(format!(
         "Switched to tab {}: \"{title}\" ({url}). It is the automation group's active tab.",
         args.tab_id

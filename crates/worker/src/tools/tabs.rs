@@ -1,8 +1,8 @@
 //! tabs_context_mcp, tabs_create_mcp, tabs_close_mcp.
 
 use crate::chrome::tabs::{self, CreateProperties, GroupTarget, Tab};
-use crate::{active, group};
 use crate::tools::{typed, Access, Tool};
+use crate::{active, group};
 use protocol::ToolResult;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -46,6 +46,7 @@ struct TabInfo<'a> {
 
 /// `{"availableTabs":[…],"tabGroupId":G}` on the first line, then a readable list.
 async fn context_text(group_id: i32) -> Result<String, String> {
+    active::settled().await;
     let tabs = group::tabs_of(group_id).await?;
     let active = active::among(&tabs).await;
     let infos: Vec<TabInfo> = tabs

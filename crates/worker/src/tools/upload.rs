@@ -62,7 +62,9 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
     Ok(ToolResult::text(format!(
         "Uploaded {} as \"{name}\" ({} bytes, {}) via {}",
         args.image_id,
-        v.pointer("/files/0/size").and_then(Value::as_u64).unwrap_or(0),
+        v.pointer("/files/0/size")
+            .and_then(Value::as_u64)
+            .unwrap_or(0),
         img.mime,
         v.get("how").and_then(Value::as_str).unwrap_or("the page")
     )))
