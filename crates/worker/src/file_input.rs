@@ -222,7 +222,7 @@ pub fn decoded_len(data: &str) -> Result<usize, &'static str> {
     if body.len() % 4 == 1 {
         return Err("its length is not that of base64");
     }
-    if data.len() != body.len() && data.len() % 4 != 0 {
+    if data.len() != body.len() && !data.len().is_multiple_of(4) {
         return Err("its padding does not match its length");
     }
     Ok(body.len() / 4 * 3 + (body.len() % 4).saturating_sub(1))
