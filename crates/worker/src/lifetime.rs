@@ -38,7 +38,7 @@ pub fn kept(tab: i32) -> Vec<&'static str> {
 type Holds = fn(i32) -> bool;
 
 /// Every per-tab store, by name.
-const STORES: [(&str, Holds); 10] = [
+const STORES: [(&str, Holds); 11] = [
     ("group", group::holds),
     ("boundary", boundary::holds),
     ("debugger", cdp::is_attached),
@@ -49,6 +49,7 @@ const STORES: [(&str, Holds); 10] = [
     ("screenshot scale", geometry::scale::holds),
     ("debugging bar", debugging_bar::holds),
     ("tools", tools::holds),
+    ("held mouse button", tools::computer::button_held),
 ];
 
 /// A tab's group changed (`chrome.tabs.onUpdated`): joining the automation group starts its
