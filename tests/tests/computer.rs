@@ -381,7 +381,7 @@ async fn mouse_keyboard_scroll_zoom_and_upload() -> Result<()> {
     .await?;
     assert_eq!(pos, "170,450,10");
 
-    // zoom: the region at full resolution.
+    // zoom: the region, scaled up.
     let out = backend
         .command(
             "computer",
@@ -1032,8 +1032,8 @@ fn shot_of(r: &protocol::CommandResult) -> (String, String, u32, u32) {
     (text, imgs[0].1.to_string(), w, h)
 }
 
-/// scroll_to centres the ref's element; zoom captures its region at full resolution (device
-/// pixels) within the image budget and says so; screenshots and zooms are JPEG (one capture,
+/// scroll_to centres the ref's element; zoom scales its region up to the screenshot's size
+/// (within the image budget) and says so; screenshots and zooms are JPEG (one capture,
 /// scaled by Chrome), which decode to the size the text gives. At DPR 2 in a window whose
 /// screenshot the budget scales down.
 #[tokio::test]
@@ -1103,7 +1103,7 @@ async fn scroll_to_zoom_and_jpeg_screenshots() -> Result<()> {
         .await?;
     assert!(e.contains("ref_99_99"), "{e}");
 
-    // The screenshot is scaled down by the budget; zoom is not.
+    // The screenshot is scaled down by the budget; zoom scales its region up.
     let (sw, sh, _) = screenshot(&backend, tab).await?;
     let css_width: f64 = js(&backend, tab, "innerWidth")
         .await?
@@ -1128,8 +1128,11 @@ async fn scroll_to_zoom_and_jpeg_screenshots() -> Result<()> {
         )),
         "{text}"
     );
-    // Full resolution: the region's CSS size times the device pixel ratio.
-    let (ew, eh) = (400.0 / scale * 2.0, 300.0 / scale * 2.0);
+    // Scaled up: the region (400x300 screenshot px) fitted into the screenshot's size, its
+    // aspect kept (here the height binds).
+    let fit = (sw / 400.0).min(sh / 300.0);
+    assert!(fit > 1.5, "{sw}x{sh}");
+    let (ew, eh) = (400.0 * fit, 300.0 * fit);
     assert!(
         (f64::from(w) - ew).abs() <= 2.0 && (f64::from(h) - eh).abs() <= 2.0,
         "{w}x{h}, expected {ew:.0}x{eh:.0}"
