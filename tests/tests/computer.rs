@@ -1318,7 +1318,10 @@ async fn middle_click_held_mouse_hold_key_reload_and_zoom_at_dpr_2() -> Result<(
         json!({"action": "middle_click", "coordinate": [lx.round(), ly.round()]}),
     )
     .await?;
-    assert_eq!(out, format!("Middle-clicked at ({}, {})", lx.round(), ly.round()));
+    assert_eq!(
+        out,
+        format!("Middle-clicked at ({}, {})", lx.round(), ly.round())
+    );
     let seen: Value = serde_json::from_str(
         &js(
             &backend,
@@ -1386,13 +1389,21 @@ async fn middle_click_held_mouse_hold_key_reload_and_zoom_at_dpr_2() -> Result<(
             json!({"tabId": tab, "action": "left_mouse_up", "coordinate": [10, 10]}),
         )
         .await?;
-    assert!(e.contains("not down") && e.contains("left_mouse_down"), "{e}");
+    assert!(
+        e.contains("not down") && e.contains("left_mouse_down"),
+        "{e}"
+    );
     assert_eq!(js(&backend, tab, "log.length").await?, before);
 
     // The slider, dragged across calls: down on its thumb, moved halfway (the page sees the
     // button down and the value follow while it is held), on, then up.
     let rect: Vec<f64> = serde_json::from_str(
-        &js(&backend, tab, "const r = slider.getBoundingClientRect(); [r.left, r.top + r.height / 2, r.width]").await?,
+        &js(
+            &backend,
+            tab,
+            "const r = slider.getBoundingClientRect(); [r.left, r.top + r.height / 2, r.width]",
+        )
+        .await?,
     )
     .expect("rect");
     let (sx, sy, sw) = (rect[0], rect[1], rect[2]);
@@ -1410,9 +1421,16 @@ async fn middle_click_held_mouse_hold_key_reload_and_zoom_at_dpr_2() -> Result<(
     )
     .await?;
     assert!(out.ends_with("with the left button down"), "{out}");
-    let half: f64 = js(&backend, tab, "slider.value").await?.parse().expect("value");
+    let half: f64 = js(&backend, tab, "slider.value")
+        .await?
+        .parse()
+        .expect("value");
     assert!((40.0..=60.0).contains(&half), "halfway: {half}");
-    assert_eq!(js(&backend, tab, "changes").await?, "0", "released too early");
+    assert_eq!(
+        js(&backend, tab, "changes").await?,
+        "0",
+        "released too early"
+    );
     // Down while down, and a click while down: refused, naming the way out.
     let e = backend
         .error(
@@ -1427,7 +1445,10 @@ async fn middle_click_held_mouse_hold_key_reload_and_zoom_at_dpr_2() -> Result<(
             json!({"tabId": tab, "action": "left_click", "coordinate": [10, 10]}),
         )
         .await?;
-    assert!(e.contains("is down") && e.contains("before left_click"), "{e}");
+    assert!(
+        e.contains("is down") && e.contains("before left_click"),
+        "{e}"
+    );
     // Other actions go on meanwhile: a screenshot.
     screenshot(&backend, tab).await?;
     computer(
@@ -1442,29 +1463,82 @@ async fn middle_click_held_mouse_hold_key_reload_and_zoom_at_dpr_2() -> Result<(
         json!({"action": "left_mouse_up", "coordinate": [sx + sw * 0.75, sy]}),
     )
     .await?;
-    assert!(out.starts_with("Released the left mouse button at"), "{out}");
-    let end: f64 = js(&backend, tab, "slider.value").await?.parse().expect("value");
+    assert!(
+        out.starts_with("Released the left mouse button at"),
+        "{out}"
+    );
+    let end: f64 = js(&backend, tab, "slider.value")
+        .await?
+        .parse()
+        .expect("value");
     assert!((65.0..=85.0).contains(&end), "three quarters: {end}");
     assert_eq!(js(&backend, tab, "changes").await?, "1");
 
     // A pointer-captured box: moves with the button down (buttons 1), released where it ends.
     let (bx, by) = centre(&backend, tab, "box").await?;
-    computer(&backend, tab, json!({"action": "left_mouse_down", "coordinate": [bx, by]})).await?;
-    computer(&backend, tab, json!({"action": "mouse_move", "coordinate": [bx + 100.0, by]})).await?;
-    computer(&backend, tab, json!({"action": "left_mouse_up", "coordinate": [bx + 100.0, by + 40.0]})).await?;
+    computer(
+        &backend,
+        tab,
+        json!({"action": "left_mouse_down", "coordinate": [bx, by]}),
+    )
+    .await?;
+    computer(
+        &backend,
+        tab,
+        json!({"action": "mouse_move", "coordinate": [bx + 100.0, by]}),
+    )
+    .await?;
+    computer(
+        &backend,
+        tab,
+        json!({"action": "left_mouse_up", "coordinate": [bx + 100.0, by + 40.0]}),
+    )
+    .await?;
     let moved: Value = serde_json::from_str(
-        &js(&backend, tab, "[box.offsetLeft, box.offsetTop, boxMoves.length, boxMoves.every((b) => b === 1)]").await?,
+        &js(
+            &backend,
+            tab,
+            "[box.offsetLeft, box.offsetTop, boxMoves.length, boxMoves.every((b) => b === 1)]",
+        )
+        .await?,
     )
     .expect("box");
-    assert_eq!((moved[0].clone(), moved[1].clone()), (json!(120), json!(190)), "{moved}");
-    assert!(moved[2].as_u64().unwrap_or(0) >= 5 && moved[3] == true, "{moved}");
+    assert_eq!(
+        (moved[0].clone(), moved[1].clone()),
+        (json!(120), json!(190)),
+        "{moved}"
+    );
+    assert!(
+        moved[2].as_u64().unwrap_or(0) >= 5 && moved[3] == true,
+        "{moved}"
+    );
     // HTML5 drag and drop across calls: dragstart, drop with its data, dragend.
     let (dx, dy) = centre(&backend, tab, "source").await?;
     let (tx, ty) = centre(&backend, tab, "target").await?;
-    computer(&backend, tab, json!({"action": "left_mouse_down", "coordinate": [dx, dy]})).await?;
-    computer(&backend, tab, json!({"action": "mouse_move", "coordinate": [dx, dy + 40.0]})).await?;
-    computer(&backend, tab, json!({"action": "mouse_move", "coordinate": [tx, ty]})).await?;
-    computer(&backend, tab, json!({"action": "left_mouse_up", "coordinate": [tx, ty]})).await?;
+    computer(
+        &backend,
+        tab,
+        json!({"action": "left_mouse_down", "coordinate": [dx, dy]}),
+    )
+    .await?;
+    computer(
+        &backend,
+        tab,
+        json!({"action": "mouse_move", "coordinate": [dx, dy + 40.0]}),
+    )
+    .await?;
+    computer(
+        &backend,
+        tab,
+        json!({"action": "mouse_move", "coordinate": [tx, ty]}),
+    )
+    .await?;
+    computer(
+        &backend,
+        tab,
+        json!({"action": "left_mouse_up", "coordinate": [tx, ty]}),
+    )
+    .await?;
     let dnd = until_js(&backend, tab, "dnd.join()", "dragstart,drop:moved,dragend").await?;
     assert_eq!(dnd, "dragstart,drop:moved,dragend");
 
@@ -1473,30 +1547,64 @@ async fn middle_click_held_mouse_hold_key_reload_and_zoom_at_dpr_2() -> Result<(
     let out = backend.navigate(tab, "reload").await?;
     assert_eq!(out, format!("Navigated to {page}"));
     assert_eq!(
-        js(&backend, tab, "[typeof marker, performance.getEntriesByType('navigation')[0].type].join()").await?,
+        js(
+            &backend,
+            tab,
+            "[typeof marker, performance.getEntriesByType('navigation')[0].type].join()"
+        )
+        .await?,
         "undefined,reload"
     );
 
     // The button stays down across a navigation: up after a reload still releases it there.
-    computer(&backend, tab, json!({"action": "left_mouse_down", "coordinate": [600, 30]})).await?;
+    computer(
+        &backend,
+        tab,
+        json!({"action": "left_mouse_down", "coordinate": [600, 30]}),
+    )
+    .await?;
     backend.navigate(tab, "reload").await?;
-    computer(&backend, tab, json!({"action": "mouse_move", "coordinate": [610, 40]})).await?;
-    computer(&backend, tab, json!({"action": "left_mouse_up", "coordinate": [610, 40]})).await?;
+    computer(
+        &backend,
+        tab,
+        json!({"action": "mouse_move", "coordinate": [610, 40]}),
+    )
+    .await?;
+    computer(
+        &backend,
+        tab,
+        json!({"action": "left_mouse_up", "coordinate": [610, 40]}),
+    )
+    .await?;
     let e = last_event(&backend, tab, "mouseup").await?;
-    assert_eq!((e["x"].as_f64(), e["button"].as_i64()), (Some(610.0), Some(0)), "{e}");
+    assert_eq!(
+        (e["x"].as_f64(), e["button"].as_i64()),
+        (Some(610.0), Some(0)),
+        "{e}"
+    );
 
     // A tab closed with its button down: nothing of it is kept.
     let other = backend.new_tab().await?;
     backend.navigate(other, &page).await?;
-    computer(&backend, other, json!({"action": "left_mouse_down", "coordinate": [30, 30]})).await?;
+    computer(
+        &backend,
+        other,
+        json!({"action": "left_mouse_down", "coordinate": [30, 30]}),
+    )
+    .await?;
     let options = browser.options_page().await?;
-    let kept = |t: i64| format!("chrome.runtime.sendMessage({{type: 'getState', tab: {t}}}).then((s) => s.kept)");
+    let kept = |t: i64| {
+        format!("chrome.runtime.sendMessage({{type: 'getState', tab: {t}}}).then((s) => s.kept)")
+    };
     let held = options.eval(&kept(other)).await?;
     assert!(
-        held.as_array().is_some_and(|k| k.contains(&json!("held mouse button"))),
+        held.as_array()
+            .is_some_and(|k| k.contains(&json!("held mouse button"))),
         "{held}"
     );
-    backend.text("tabs_close_mcp", json!({"tabId": other})).await?;
+    backend
+        .text("tabs_close_mcp", json!({"tabId": other}))
+        .await?;
     let mut after = Value::Null;
     for _ in 0..100 {
         after = options.eval(&kept(other)).await?;
@@ -1511,7 +1619,12 @@ async fn middle_click_held_mouse_hold_key_reload_and_zoom_at_dpr_2() -> Result<(
     // hold_key: the key goes down once, repeats while held (keydown with repeat set), and comes
     // up after the duration, by the page's own clock; what it typed matches the repeats.
     let (kx, ky) = centre(&backend, tab, "keys").await?;
-    computer(&backend, tab, json!({"action": "left_click", "coordinate": [kx, ky]})).await?;
+    computer(
+        &backend,
+        tab,
+        json!({"action": "left_click", "coordinate": [kx, ky]}),
+    )
+    .await?;
     let out = computer(
         &backend,
         tab,
@@ -1526,19 +1639,31 @@ async fn middle_click_held_mouse_hold_key_reload_and_zoom_at_dpr_2() -> Result<(
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("{out}"));
     assert!(repeats >= 1, "{out}");
-    let keys: Vec<Value> =
-        serde_json::from_str(&js(&backend, tab, "keys").await?).expect("keys");
+    let keys: Vec<Value> = serde_json::from_str(&js(&backend, tab, "keys").await?).expect("keys");
     let kinds: Vec<String> = keys
         .iter()
-        .map(|k| format!("{}:{}:{}", k["type"].as_str().unwrap_or(""), k["key"].as_str().unwrap_or(""), k["repeat"]))
+        .map(|k| {
+            format!(
+                "{}:{}:{}",
+                k["type"].as_str().unwrap_or(""),
+                k["key"].as_str().unwrap_or(""),
+                k["repeat"]
+            )
+        })
         .collect();
-    let mut want = vec!["keydown:Shift:false".to_string(), "keydown:A:false".to_string()];
+    let mut want = vec![
+        "keydown:Shift:false".to_string(),
+        "keydown:A:false".to_string(),
+    ];
     want.extend(std::iter::repeat_n("keydown:A:true".to_string(), repeats));
     want.extend(["keyup:A:false".to_string(), "keyup:Shift:false".to_string()]);
     assert_eq!(kinds, want);
     let t = |i: usize| keys[i]["t"].as_f64().unwrap_or(f64::NAN);
     let (down, first_repeat, up) = (t(1), t(2), t(keys.len() - 2));
-    assert!(first_repeat - down >= 400.0, "the first repeat came early: {keys:?}");
+    assert!(
+        first_repeat - down >= 400.0,
+        "the first repeat came early: {keys:?}"
+    );
     assert!(up - down >= 900.0, "released before the duration: {keys:?}");
     assert_eq!(
         js(&backend, tab, "document.getElementById('keys').value").await?,
@@ -1546,18 +1671,37 @@ async fn middle_click_held_mouse_hold_key_reload_and_zoom_at_dpr_2() -> Result<(
     );
     // A lone modifier: down and up, no repeats.
     js(&backend, tab, "keys.length = 0; 1").await?;
-    let out = computer(&backend, tab, json!({"action": "hold_key", "text": "ctrl", "duration": 0.1})).await?;
+    let out = computer(
+        &backend,
+        tab,
+        json!({"action": "hold_key", "text": "ctrl", "duration": 0.1}),
+    )
+    .await?;
     assert_eq!(out, "Held ctrl for 0.1 second(s)");
     assert_eq!(
-        js(&backend, tab, "keys.map((k) => k.type + ':' + k.key).join()").await?,
+        js(
+            &backend,
+            tab,
+            "keys.map((k) => k.type + ':' + k.key).join()"
+        )
+        .await?,
         "keydown:Control,keyup:Control"
     );
     // Bad input: clear errors, nothing held.
     for (args, says) in [
-        (json!({"action": "hold_key", "text": "a", "duration": 31}), "duration"),
+        (
+            json!({"action": "hold_key", "text": "a", "duration": 31}),
+            "duration",
+        ),
         (json!({"action": "hold_key", "text": "a"}), "`duration`"),
-        (json!({"action": "hold_key", "text": "a b", "duration": 1}), "one key or chord"),
-        (json!({"action": "hold_key", "text": "hyper+a", "duration": 1}), "Unknown modifier"),
+        (
+            json!({"action": "hold_key", "text": "a b", "duration": 1}),
+            "one key or chord",
+        ),
+        (
+            json!({"action": "hold_key", "text": "hyper+a", "duration": 1}),
+            "Unknown modifier",
+        ),
         (json!({"action": "hold_key", "duration": 1}), "`text`"),
     ] {
         let mut args = args;

@@ -304,7 +304,10 @@ mod tests {
         assert_eq!(c.key.expect("a key").key, "?");
         let c = chord("shift+Tab").expect("a chord");
         assert_eq!(c.key.expect("a key").key, "Tab");
-        assert_eq!(chord("ctrl+a").expect("a chord").key.expect("a key").key, "a");
+        assert_eq!(
+            chord("ctrl+a").expect("a chord").key.expect("a key").key,
+            "a"
+        );
         assert!(chord("hyper+a")
             .expect_err("hyper is no modifier")
             .contains("Unknown modifier \"hyper\""));
