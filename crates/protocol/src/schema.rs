@@ -301,7 +301,13 @@ mod tests {
                 let item = s.get("items").map(sample).unwrap_or(json!(1));
                 Value::Array(vec![item; n])
             }
-            Some("object") => json!({}),
+            // Every property sampled (an object an array holds may require some).
+            Some("object") => Value::Object(
+                s.get("properties")
+                    .and_then(Value::as_object)
+                    .map(|p| p.iter().map(|(n, sub)| (n.clone(), sample(sub))).collect())
+                    .unwrap_or_default(),
+            ),
             _ => json!("x"),
         }
     }
