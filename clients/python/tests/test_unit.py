@@ -243,7 +243,8 @@ class Errors(unittest.TestCase):
             ("Tab 7 shows chrome://settings/, which no tool may read or act on. Refused: chrome: pages are the browser's own.", "read_page",
              phrases.PAGE_OUTSIDE),
             ("TypeError: x is not a function at https://site.test/app.js:3:9 reading /home/me/secret.txt", "javascript_exec",
-             "TypeError: x is not a function at (a URL) reading (a path)"),
+             "The browser could not run javascript_exec: TypeError: x is not a function at a URL reading a path"),
+            ("Unknown ref ref_9 for tab 7: call read_page or find to get current refs.", "left_click", phrases.STALE_REF),
             ("Navigation to https://a.test/ was refused by the URL policy (host a.test is not allowed)", "navigate",
              phrases.URL_POLICY_REFUSED),
         ]
@@ -267,9 +268,10 @@ class Errors(unittest.TestCase):
 
     def test_the_scrub_rule(self) -> None:
         for given, expected in (
-            ("see https://a.test/x?y=1 and //cdn.test/lib.js", "see (a URL) and (a URL)"),
-            ("about:blank data:text/html,hi blob:https://a.test/1", "(a URL) (a URL) (a URL)"),
-            ("open /etc/passwd or ~/notes.txt or C:\\Users\\me\\a.txt", "open (a path) or (a path) or (a path)"),
+            ("see https://a.test/x?y=1 and //cdn.test/lib.js", "see a URL and //an address"),
+            ("about:blank data:text/html,hi blob:https://a.test/1", "a URL a URL a URL"),
+            ("open /etc/passwd or ~/notes.txt or C:\\Users\\me\\a.txt", "open a path or a path or a path"),
+            ("at 10.0.0.7:8080/admin or intranet.corp.example/x", "at an address or an address"),
             ("text/plain and/or ctrl+a at (3, 4) 1/2", "text/plain and/or ctrl+a at (3, 4) 1/2"),
             ("Invalid argument `duration`: must be at most 30, got 31.", "Invalid argument `duration`: must be at most 30, got 31."),
         ):

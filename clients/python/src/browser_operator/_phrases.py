@@ -11,11 +11,13 @@ The model's errors come from three places, and each is turned into text here, in
   and path replaced by a placeholder and the protocol's tool names replaced by the SDK's members;
 - the driver's own checks (a bad `tab_id`, an unreadable upload): fixed phrases.
 
-The rule (the same in the TypeScript driver): a URL is any `scheme://…`, any `javascript:` /
-`data:` / `blob:` / `about:` / `file:` / `mailto:` / `view-source:` / browser-scheme address, and
-any `//host…`; a path is a run of `/name` components not preceded by a word character, `~/…`,
-`./…`, `../…`, a Windows drive path (`C:\\…`) or a UNC path (`\\\\host\\…`). Each becomes
-`(a URL)` or `(a path)`. The text is cut to `MAX_ERROR` characters.
+The rule (the same expressions as the TypeScript driver's `scrub`): every `scheme://…` and every
+`about:` / `data:` / `javascript:` / `blob:` / `mailto:` / `file:` / `view-source:` / `chrome:` /
+`chrome-extension:` / `devtools:` / `tel:` address becomes "a URL"; every IPv4 address and every host
+name with a letter TLD (with its port and path) "an address"; every path that starts a token (`/a`,
+`~/a`, `./a`, `../a`) and every Windows drive path "a path" (paths are replaced before host names, so
+`/home/me/notes.txt` is "a path", not "a path address"). An unrecognised message reads
+"The browser could not run <member>: <detail>", the detail cut to `MAX_DETAIL` characters.
 """
 
 from __future__ import annotations
@@ -25,8 +27,8 @@ import re
 from anthropic.tools import ToolError
 from anthropic.tools.browser import TabMissingError
 
-MAX_ERROR = 1000
-"""The most of an extension's message the model reads (after scrubbing)."""
+MAX_DETAIL = 400
+"""The most of an unrecognised extension message the model reads, after `UNRECOGNISED`'s opening."""
 
 NO_SERVER = "The Browser Operator server is not reachable, so nothing was done in the browser."
 BAD_TOKEN = "The Browser Operator server refused this application's token, so nothing was done in the browser."
@@ -44,6 +46,7 @@ TIMEOUT = (
 TOO_LARGE = "The request was too large for the Browser Operator server (upload fewer or smaller files)."
 SERVER_FAILED = "The Browser Operator server could not run the command."
 BAD_ANSWER = "The browser's answer could not be read."
+UNRECOGNISED = "The browser could not run {member}: {detail}"
 
 TAB_ID_FORM = "tab_id must be a tab id from the browser_state report (digits only)."
 NOT_SUPPORTED = (
@@ -65,6 +68,7 @@ DIALOG_OPEN = (
     "A JavaScript {kind} dialog is open on the page, so nothing was done. This browser's dialog policy "
     "waits for the application to answer it."
 )
+STALE_REF = "That element reference is unknown or no longer on the page. Call read_page or find for current refs."
 DIALOG_UNKNOWN = (
     "The page does not respond: most likely a JavaScript dialog opened while the browser was not watching "
     "the tab, so nothing was done."
@@ -82,26 +86,18 @@ NEW_TAB_UNREADABLE = "The browser opened a tab but did not say which one. Call l
 DOWNLOAD_FAILED = "the download failed"
 """`download_failed.error` when the browser gave no reason a driver knows."""
 
-# --- scrubbing --------------------------------------------------------------------------------------------------
+# --- scrubbing (the same expressions as clients/typescript/src/errors.ts) ---------------------------------------
 
-_BROWSER_SCHEMES = (
-    "javascript|data|blob|about|file|filesystem|mailto|tel|view-source|chrome|chrome-extension|chrome-untrusted"
-    "|devtools|edge|brave|opera|vivaldi|moz-extension|ws|wss|http|https|ftp"
-)
 _URL_RE = re.compile(
-    rf"""(?ix)
-    \b[a-z][a-z0-9+.\-]*://[^\s"'<>]*       # scheme://anything up to a space or quote
-    | \b(?:{_BROWSER_SCHEMES}):[^\s"'<>]+     # javascript:… data:… about:blank …
-    | (?<![\w:/])//[a-z0-9\-]+(?:\.[a-z0-9\-]+)+[^\s"'<>]*   # //host/path
-    """
+    r"""\b(?:[a-z][a-z0-9+.-]*://[^\s"'<>]*"""
+    r"""|(?:about|data|javascript|blob|mailto|file|view-source|chrome|chrome-extension|devtools|tel):[^\s"'<>)\],;.][^\s"'<>]*)""",
+    re.I,
 )
-_PATH_RE = re.compile(
-    r"""(?x)
-    (?<![\w.\-~/\\:])(?:~|\.{1,2})?/[^\s/"'<>()]+(?:/[^\s/"'<>()]*)*   # /a/b, ~/a, ./a, ../a
-    | \b[A-Za-z]:\\[^\s"'<>]*                                           # C:\a\b
-    | (?<![\w\\])\\\\[^\s\\"'<>]+\\[^\s"'<>]*                            # \\host\share
-    """
-)
+_IP_RE = re.compile(r"""\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?(?:/[^\s"'<>]*)?""")
+# A host with a dot and a letter TLD, as in `example.com/path` or `www.example.org:8080`.
+_HOST_RE = re.compile(r"""\b(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z]{2,}(?::\d+)?(?:/[^\s"'<>]*)?""", re.I)
+# Unix paths (`/a/b`, `~/a`, `./a`) that start a token, and Windows paths (`C:\a`).
+_PATH_RE = re.compile(r"""(?<![\w.:/])(?:~|\.{1,2})?/[^\s"'<>/][^\s"'<>]*|\b[a-z]:\\[^\s"'<>]*""", re.I)
 
 # The protocol's tool names, as the SDK's members call them.
 _TOOL_NAMES = (
@@ -118,16 +114,16 @@ _NO_MEMBER_ADVICE = re.compile(r"\s*\(?[^.()]*\bhandle_dialog\b[^.()]*[.)]?")
 
 
 def scrub(text: str) -> str:
-    """`text` with every URL and path replaced, the protocol's tool names made the SDK's, on one line and cut."""
-    text = _URL_RE.sub("(a URL)", text)
-    text = _PATH_RE.sub("(a path)", text)
+    """`text` with every URL, host name, IP address and file path replaced by a placeholder, and the protocol's tool
+    names made the SDK's members."""
+    text = _URL_RE.sub("a URL", text)
+    text = _IP_RE.sub("an address", text)
+    # Paths before host names: a file name such as secret.txt reads as a host, and would leave "a path address".
+    text = _PATH_RE.sub("a path", text)
+    text = _HOST_RE.sub("an address", text)
     for pattern, name in _TOOL_NAMES:
         text = pattern.sub(name, text)
-    text = _NO_MEMBER_ADVICE.sub("", text)
-    text = " ".join(text.split())
-    if len(text) > MAX_ERROR:
-        text = text[: MAX_ERROR - 1] + "…"
-    return text or SERVER_FAILED
+    return _NO_MEMBER_ADVICE.sub("", text)
 
 
 # --- the extension's failures a driver knows --------------------------------------------------------------------
@@ -144,6 +140,7 @@ _URL_POLICY = re.compile(r"URL policy", re.I)
 _LOAD_FAILED = re.compile(r"^Navigation to .* failed: (?P<reason>net::[A-Z_]+|[A-Za-z ]+)\s*$", re.S)
 _PAGE_OUTSIDE = re.compile(r"^Tab \d+ shows .*which no tool may read or act on", re.S)
 _DIALOG = re.compile(r"A JavaScript (?P<kind>[a-z]+) dialog (?:is open|opened)")
+_STALE_REF = re.compile(r"^(?:Unknown|Stale) ref ")
 _DIALOG_UNKNOWN = re.compile(r"^Tab \d+ does not respond: most likely a JavaScript dialog")
 
 
@@ -167,9 +164,11 @@ def _extension_phrase(first: str, member: str) -> str:
         return URL_POLICY_REFUSED
     refused = _ADDRESS_REFUSED.match(first)
     if refused:
-        return ADDRESS_REFUSED.format(rule=scrub(refused.group("rule")))
+        return ADDRESS_REFUSED.format(rule=scrub(refused.group("rule")).strip())
     if _PAGE_OUTSIDE.match(first):
         return PAGE_OUTSIDE
+    if _STALE_REF.match(first):
+        return STALE_REF
     failed = _LOAD_FAILED.match(first)
     if failed:
         return LOAD_FAILED.format(reason=failed.group("reason").strip())
@@ -178,7 +177,10 @@ def _extension_phrase(first: str, member: str) -> str:
     dialog = _DIALOG.search(first)
     if dialog and ("handle_dialog" in first):
         return DIALOG_OPEN.format(kind=dialog.group("kind"))
-    return scrub(first)
+    detail = scrub(" ".join(first.split())).strip()
+    if len(detail) > MAX_DETAIL:
+        detail = detail[:MAX_DETAIL] + "…"
+    return UNRECOGNISED.format(member=member, detail=detail or "no reason given")
 
 
 _CHROME_INTERRUPT = re.compile(r"^[A-Z][A-Z_]+$")
