@@ -55,7 +55,9 @@ async fn the_python_driver_serves_every_member_in_the_browser() -> Result<()> {
     tie_to_parent(command.as_std_mut(), Group::Own);
     let run = tokio::time::timeout(PYTHON_BOUND, command.output()).await;
     let output = match run {
-        Ok(output) => output.map_err(|e| Error::new(format!("running {}: {e}", python.display())))?,
+        Ok(output) => {
+            output.map_err(|e| Error::new(format!("running {}: {e}", python.display())))?
+        }
         Err(_) => {
             eprintln!("--- Chromium log (tail) ---\n{}", browser.log_tail());
             return Err(Error::new(format!(
@@ -70,7 +72,13 @@ async fn the_python_driver_serves_every_member_in_the_browser() -> Result<()> {
     );
     let ran = report
         .lines()
-        .find_map(|l| l.strip_prefix("Ran ")?.split(' ').next()?.parse::<usize>().ok())
+        .find_map(|l| {
+            l.strip_prefix("Ran ")?
+                .split(' ')
+                .next()?
+                .parse::<usize>()
+                .ok()
+        })
         .unwrap_or(0);
     if !output.status.success() || report.contains("skipped") || ran < 20 {
         eprintln!("--- Chromium log (tail) ---\n{}", browser.log_tail());

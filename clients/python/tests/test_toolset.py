@@ -374,6 +374,13 @@ class Members(Driven):
             lines = texts(result) + "\n" + texts(self.call("wait", duration=0.1))
             self.assertIn('A confirm dialog "Delete everything?" was dismissed.', lines)
             self.assertEqual(self.page.js(self.active, "document.body.dataset.confirmed"), "false")
+            # A dialog that opens itself again (25 times): each answered and reported once, no call hangs.
+            lines = texts(self.call("left_click", target=self.centre("#nag")))
+            wait_until(lambda: self.page.js(self.active, "document.body.dataset.nagged") == "25", "the page to give up")
+            lines += "\n" + texts(self.call("wait", duration=0.1))
+            shown = len(re.findall(r'A confirm dialog "Are you sure\? \(\d+\)" was dismissed\.', lines))
+            more = sum(int(n) for n in re.findall(r"(\d+) more dialogs were dismissed\.", lines))
+            self.assertEqual(shown + more, 25, lines)
         finally:
             # A dialog the policy left open would block the tests after this one.
             self.page.command("handle_dialog", {"tabId": int(self.active), "accept": False})
@@ -392,6 +399,21 @@ class Members(Driven):
         self.assertTrue(done["url"].endswith("/toolset/report.txt"), done)
         self.assertEqual(done.get("size_bytes"), 18)
         self.assertNotIn("path", done, "no file policy exposes paths")
+
+        # A download that never finishes: reported as started, and the browser keeps serving.
+        seen.clear()
+        self.call("left_click", target=self.centre("#endless"))
+        seen.extend(self.state.get("state_changes", []))
+
+        def endless() -> Any:
+            found = next((c for c in seen if c["type"] == "download_started" and c["url"].endswith("/__never-ends")), None)
+            if found is None:
+                seen.extend(block_of(self.call("wait", duration=0.2)).get("state_changes", []))
+            return found
+
+        wait_until(endless, "the endless download to be reported as started")
+        self.assertFalse([c for c in seen if c["type"] == "download_completed" and c["url"].endswith("/__never-ends")])
+        self.assertIn("records what happens", texts(self.call("get_page_text")))
 
     def test_13_errors_are_fixed_phrases(self) -> None:
         self.open_fixture()
