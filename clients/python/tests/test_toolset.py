@@ -110,9 +110,16 @@ class Observer:
         return reply.json()
 
     def js(self, tab: str, code: str) -> Any:
-        reply = self.command("javascript_tool", {"tabId": int(tab), "text": f"JSON.stringify({code})"})
-        assert "result" in reply, reply
-        return json.loads("".join(b["text"] for b in reply["result"]["content"] if b["type"] == "text"))
+        """`code`'s value in the tab. A dialog the policy is about to answer refuses a command while it is open:
+        asked again then (bounded)."""
+        deadline = time.monotonic() + 10
+        while True:
+            reply = self.command("javascript_tool", {"tabId": int(tab), "text": f"JSON.stringify({code})"})
+            if "result" in reply:
+                return json.loads("".join(b["text"] for b in reply["result"]["content"] if b["type"] == "text"))
+            if "dialog is open" not in reply.get("error", "") or time.monotonic() > deadline:
+                raise AssertionError(f"the page could not be read: {reply}")
+            time.sleep(0.05)
 
     def close(self) -> None:
         self.http.close()
@@ -374,10 +381,20 @@ class Members(Driven):
             lines = texts(result) + "\n" + texts(self.call("wait", duration=0.1))
             self.assertIn('A confirm dialog "Delete everything?" was dismissed.', lines)
             self.assertEqual(self.page.js(self.active, "document.body.dataset.confirmed"), "false")
-            # A dialog that opens itself again (25 times): each answered and reported once, no call hangs.
+            # A dialog that opens itself again (25 times): the browser answers the first ones and leaves one open
+            # once it sees the loop; the driver answers that one at the next call. Each is reported once, and no
+            # call hangs.
             lines = texts(self.call("left_click", target=self.centre("#nag")))
-            wait_until(lambda: self.page.js(self.active, "document.body.dataset.nagged") == "25", "the page to give up")
+            for _ in range(40):
+                # While the page reopens its dialog a call may fail (an error the model can act on, not a hang).
+                asked = self.toolset.tool_result(use("javascript_exec", text="document.body.dataset.nagged || 'not yet'"))
+                lines += "\n" + texts(asked)
+                if not asked.get("is_error") and texts(asked).splitlines()[0] == "25":
+                    break
+                if asked.get("is_error"):
+                    self.assertEqual(texts(asked).splitlines()[0], phrases.DIALOG_OPEN.format(kind="confirm"))
             lines += "\n" + texts(self.call("wait", duration=0.1))
+            self.assertEqual(self.page.js(self.active, "document.body.dataset.nagged"), "25", lines)
             shown = len(re.findall(r'A confirm dialog "Are you sure\? \(\d+\)" was dismissed\.', lines))
             more = sum(int(n) for n in re.findall(r"(\d+) more dialogs were dismissed\.", lines))
             self.assertEqual(shown + more, 25, lines)
@@ -464,18 +481,22 @@ class Policy(Driven):
                 self.assertEqual(self.fail_call("navigate", url=elsewhere).splitlines()[0], phrases.URL_POLICY_REFUSED)
                 self.assertEqual(self.page.js(self.active, "location.href"), PAGE)
 
+                # A redirect from an allowed page: refused on the way. The tab then shows the refused address
+                # (Chrome's blocked page), which no member but navigate may act on.
                 redirect = FIXTURES + "__redirect?to=" + quote(elsewhere, safe="")
-                result = self.toolset.tool_result(use("navigate", url=redirect))
-                self.assertNotIn("localhost", self.page.js(self.active, "location.href"))
-                lines = texts(result) + "\n" + texts(self.call("wait", duration=0.1))
-                self.assertIn("A navigation was refused.", lines)
+                refused = self.fail_call("navigate", url=redirect)
+                self.assertEqual(refused.splitlines()[0], phrases.URL_POLICY_REFUSED)
+                self.assertIn("A navigation was refused.", refused)
+                self.assertEqual(self.fail_call("get_page_text").splitlines()[0], phrases.URL_POLICY_REFUSED)
 
                 self.open_fixture()
                 self.page.js(self.active, f"document.body.dataset.away = {json.dumps(elsewhere)}")
-                self.call("left_click", target=self.centre("#away"))
-                lines = texts(self.call("wait", duration=0.3))
+                lines = texts(self.call("left_click", target=self.centre("#away")))
+                lines += "\n" + texts(self.toolset.tool_result(use("wait", duration=0.3)))
                 self.assertIn("A navigation was refused.", lines)
-                self.assertEqual(self.page.js(self.active, "location.href"), PAGE)
+                # The tab shows the refused address, not the page: Chrome's blocked page, which nothing reads.
+                self.assertEqual(self.fail_call("get_page_text").splitlines()[0], phrases.URL_POLICY_REFUSED)
+                self.call("navigate", url=PAGE)  # navigate still works from there
             finally:
                 self.toolset = saved
         # A policy that refuses every host: an error, and the extension keeps serving.

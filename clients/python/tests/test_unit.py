@@ -177,6 +177,21 @@ class Members(unittest.TestCase):
         result = toolset(server).tool_result(use("list_tabs"))
         self.assertEqual([t["active"] for t in state_block(result)["tabs"]], [True, False])
 
+    def test_a_dialog_left_open_is_answered_reported_and_the_call_sent_again(self) -> None:
+        blocked = ['ERR:A JavaScript confirm dialog is open on tab 7: "Sure?". Answer it with handle_dialog first.']
+
+        def answer(tool: str, args: Dict[str, Any]) -> Any:
+            if tool == "computer":
+                return blocked.pop() if blocked else "Clicked"
+            return {"set_policy": "{}", "browser_state": state([TAB7]), "handle_dialog": "Dismissed"}[tool]
+
+        server = FakeServer(answer)
+        result = toolset(server).tool_result(use("left_click", target={"type": "coordinate", "x": 1, "y": 2}))
+        self.assertNotIn("is_error", result, result)
+        self.assertEqual(server.tools(), ["set_policy", "browser_state", "computer", "handle_dialog", "computer", "browser_state"])
+        self.assertEqual(server.calls[3]["args"], {"tabId": 7, "accept": False})
+        self.assertIn('A confirm dialog "Sure?" was dismissed.', text(result))
+
     def test_read_page_filters(self) -> None:
         server = FakeServer(lambda tool, args: state([TAB7]) if tool == "browser_state" else "tree")
         t = toolset(server)
@@ -239,7 +254,7 @@ class Errors(unittest.TestCase):
             ('Invalid argument `action`: must be one of "screenshot", "left_click", got "middle_click".', "middle_click",
              phrases.NOT_SUPPORTED.format(member="middle_click")),
             ('A JavaScript confirm dialog is open on tab 7: "Leave https://x.test/?". Answer it with handle_dialog first.', "left_click",
-             phrases.DIALOG_OPEN.format(kind="confirm")),
+             phrases.DIALOG_OPEN.format(kind="confirm")),  # after the driver's answer, another opened
             ("Tab 7 shows chrome://settings/, which no tool may read or act on. Refused: chrome: pages are the browser's own.", "read_page",
              phrases.PAGE_OUTSIDE),
             ("TypeError: x is not a function at https://site.test/app.js:3:9 reading /home/me/secret.txt", "javascript_exec",

@@ -23,6 +23,7 @@ name with a letter TLD (with its port and path) "an address"; every path that st
 from __future__ import annotations
 
 import re
+from typing import Optional, Tuple
 
 from anthropic.tools import ToolError
 from anthropic.tools.browser import TabMissingError
@@ -65,8 +66,8 @@ PAGE_OUTSIDE = (
     "page). Navigate it to a web page, or close it."
 )
 DIALOG_OPEN = (
-    "A JavaScript {kind} dialog is open on the page, so nothing was done. This browser's dialog policy "
-    "waits for the application to answer it."
+    "A JavaScript {kind} dialog opened on the page again as soon as the last one was answered, so nothing was "
+    "done. Try again, or close the tab if the page keeps opening dialogs."
 )
 STALE_REF = "That element reference is unknown or no longer on the page. Call read_page or find for current refs."
 DIALOG_UNKNOWN = (
@@ -147,6 +148,23 @@ _DIALOG_UNKNOWN = re.compile(r"^Tab \d+ does not respond: most likely a JavaScri
 def is_tab_missing(message: str) -> bool:
     """Whether the extension's `message` says the tab is not (or no longer) in the automation group."""
     return bool(_TAB_MISSING.match(message.strip()))
+
+
+_BLOCKING_DIALOG = re.compile(
+    r'A JavaScript (?P<kind>[a-z]+) dialog is open on tab \d+: "(?P<message>.*)"(?: \(default answer ".*"\))?\. '
+    r"Answer it with handle_dialog",
+    re.S,
+)
+
+
+def blocking_dialog(message: str) -> Optional[Tuple[str, str]]:
+    """`(kind, text)` of the dialog the extension's `message` says is open and in the way (`("dialog", "")` for one
+    whose text Chrome did not report), else `None`."""
+    first = message.strip()
+    if _DIALOG_UNKNOWN.match(first):
+        return ("dialog", "")
+    found = _BLOCKING_DIALOG.search(first)
+    return (found.group("kind"), found.group("message")) if found else None
 
 
 def extension_error(message: str, member: str) -> ToolError:

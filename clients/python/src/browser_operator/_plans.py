@@ -298,21 +298,40 @@ class Core:
         return int(self.active)
 
     def on_tab(self, tab_id: Optional[str], tool: str, args: Dict[str, Any]) -> Plan:
-        """The policy, the tab, then one command on it. When the call named no tab and the active tab of the last
-        report has gone meanwhile (a person closed it), the state is read again and the command sent to the tab
-        active now."""
+        """The policy, the tab, then one command on it, sent once more after either of two failures a driver can
+        mend: a dialog the browser left open (it answers a page's dialogs itself, but leaves one open when the page
+        keeps reopening them, and no member answers it), which the driver answers as its `dialogs` policy says and
+        reports; and, when the call named no tab, the active tab of the last report gone meanwhile (a person closed
+        it), so the command goes to the tab active now."""
         yield from self.ensure_policy()
         tab = yield from self.tab(tab_id)
         try:
             return (yield from self.command(tool, {**args, "tabId": tab}))
         except CommandFailed as exc:
-            if tab_id or not phrases.is_tab_missing(exc.message):
-                raise
-            gone = exc
-        yield from self.peek()
-        if self.active is None or int(self.active) == tab:
-            raise gone
-        return (yield from self.command(tool, {**args, "tabId": int(self.active)}))
+            failed = exc
+        dialog = phrases.blocking_dialog(failed.message)
+        if dialog is not None:
+            if not (yield from self.answer_dialog(tab, *dialog)):
+                raise failed
+        elif not tab_id and phrases.is_tab_missing(failed.message):
+            yield from self.peek()
+            if self.active is None or int(self.active) == tab:
+                raise failed
+            tab = int(self.active)
+        else:
+            raise failed
+        return (yield from self.command(tool, {**args, "tabId": tab}))
+
+    def answer_dialog(self, tab: int, kind: str, message: str) -> Plan:
+        """Answers the dialog open on `tab` (accepted only under `dialogs="accept"` and when its text is known), and
+        holds its report for the next state. Whether it was answered."""
+        accept = self.options.dialogs == "accept" and kind != "dialog"
+        try:
+            yield from self.command("handle_dialog", {"tabId": tab, "accept": accept})
+        except CommandFailed:
+            return False
+        self.held.append(BetaDialogDismissed(kind=kind, message=message))
+        return True
 
     def computer(self, tab_id: Optional[str], action: str, **args: Any) -> Plan:
         return (yield from self.on_tab(tab_id, "computer", {"action": action, **args}))
