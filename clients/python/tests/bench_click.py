@@ -4,7 +4,7 @@ Through the driver: a hand-built `left_click` tool_use through the SDK's `tool_r
 pipeline, the `computer` command and the `browser_state` report, to the tool_result block with its browser_state.
 Directly: `POST /commands` with `computer {action: "left_click"}`, on a kept-alive connection like the driver's.
 The two alternate, on the same tab and point. Also timed alone: `browser_state`, the second command of every
-driver call.
+driver call, and the SDK's pipeline with the driver over a scripted server that answers at once (their own cost).
 
 Run it with the server, a connected browser and the fixtures (tests/src/bin/bench_driver_python.rs does all of it:
 `cargo run --release -p browser-operator-e2e --bin bench_driver_python [N]`), or by hand with
@@ -75,13 +75,31 @@ def main() -> None:
         assert counted >= 2 * (ROUNDS + 5), counted
     direct.close()
 
+    # The driver and the SDK alone: the same call over a scripted server that answers at once.
+    canned = {
+        "computer": {"commandId": "c", "result": {"content": [{"type": "text", "text": "Clicked at (80, 30)"}]}},
+        "browser_state": {"commandId": "c", "result": {"content": [{"type": "text", "text": json.dumps(
+            {"tabs": [{"tabId": tab, "title": "Toolset fixture", "url": PAGE, "active": True}], "changes": [], "dropped": 0})}]}},
+        "set_policy": {"commandId": "c", "result": {"content": [{"type": "text", "text": "{}"}]}},
+    }
+    scripted = httpx2.MockTransport(lambda request: httpx2.Response(200, json=canned[json.loads(request.content)["tool"]]))
+    alone = []
+    with BrowserOperatorToolset(SERVER, TOKEN) as offline:
+        offline._wire.http = httpx2.Client(base_url=SERVER, transport=scripted)
+        for _ in range(5 + ROUNDS):
+            start = time.perf_counter()
+            assert not offline.tool_result(click).get("is_error")
+            alone.append(time.perf_counter() - start)
+        alone = alone[5:]
+
     ms = lambda values: round(statistics.median(values) * 1000, 2)  # noqa: E731
     p90 = lambda values: round(sorted(values)[int(len(values) * 0.9)] * 1000, 2)  # noqa: E731
     print(f"left_click round trip, {ROUNDS} rounds each, ms (median / p90):")
     print(f"  through the driver (tool_use -> tool_result with browser_state): {ms(through)} / {p90(through)}")
     print(f"  direct POST /commands computer left_click:                       {ms(plain)} / {p90(plain)}")
     print(f"  direct POST /commands browser_state (the driver's second command): {ms(report)} / {p90(report)}")
-    print(json.dumps({"rounds": ROUNDS, "driver_ms": ms(through), "direct_ms": ms(plain), "browser_state_ms": ms(report)}))
+    print(f"  the SDK and the driver alone (a scripted server answering at once): {ms(alone)} / {p90(alone)}")
+    print(json.dumps({"rounds": ROUNDS, "driver_ms": ms(through), "direct_ms": ms(plain), "browser_state_ms": ms(report), "sdk_and_driver_ms": ms(alone)}))
 
 
 if __name__ == "__main__":
