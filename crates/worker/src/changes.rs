@@ -89,6 +89,12 @@ pub fn drain() -> (Vec<Change>, usize) {
     })
 }
 
+/// The changes waiting, without draining them (the worker's own diagnostics: tests read them
+/// through `self.browserOperator.pendingChanges()`).
+pub fn peek() -> Vec<Change> {
+    PENDING.with(|p| p.borrow().changes.iter().cloned().collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

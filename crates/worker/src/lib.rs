@@ -1,15 +1,16 @@
 //! The Browser Operator service worker. `extension/worker.js` loads this wasm, registers every
 //! chrome.* listener synchronously and hands the events to the functions exported here.
 
+mod active;
 mod boundary;
+mod boundary_guard;
 mod brand;
 mod btcp;
 mod cdp;
-// Pushed to and drained by the browser toolset's members (issue 16), landing with them.
-#[allow(dead_code)]
 mod changes;
 mod chrome;
 mod debugging_bar;
+mod file_input;
 mod geometry;
 mod group;
 mod images;
@@ -18,6 +19,7 @@ mod js;
 mod lifetime;
 mod pages;
 mod pairing;
+mod policy;
 mod session;
 mod tools;
 mod transport;
@@ -75,7 +77,7 @@ pub fn on_debugger_event(source: JsValue, method: String, params: JsValue) {
         .ok()
         .and_then(|v| v.as_string());
     let params = js::json_of(&params).unwrap_or(serde_json::Value::Null);
-    boundary::on_event(tab as i32, session.as_deref(), &method, &params);
+    boundary_guard::on_event(tab as i32, session.as_deref(), &method, &params);
     cdp::record::on_event(tab as i32, session.as_deref(), &method, &params);
 }
 
@@ -93,6 +95,13 @@ pub fn on_tab_created(tab: JsValue) {
         return;
     };
     spawn_local(async move {
+        // A tab a group tab opened is held to the URL policy from now, before it is known to
+        // join the group (it leaves the rules again if it does not).
+        if policy::rules::covers(opener) {
+            if let Err(e) = policy::rules::cover(id).await {
+                js::log(&format!("tab {id} opened by {opener}: {e}"));
+            }
+        }
         if let Err(e) = lifetime::adopt(id, opener).await {
             js::log(&format!("tab {id} opened by {opener}: {e}"));
         }
@@ -120,6 +129,20 @@ pub fn on_tab_updated(tab: JsValue) {
 #[wasm_bindgen(js_name = onTabChanged)]
 pub fn on_tab_changed(tab: i32) {
     group::tab_gone(tab);
+}
+
+/// `webNavigation.onErrorOccurred` with `net::ERR_BLOCKED_BY_CLIENT`: a request rule refused a
+/// page or frame of the tab; reported when it was the URL policy's.
+#[wasm_bindgen(js_name = onNavigationBlocked)]
+pub fn on_navigation_blocked(tab: i32, url: String) {
+    policy::navigation_blocked(tab, &url);
+}
+
+/// The changes waiting for the next state report, as JSON, without draining them (a
+/// diagnostic for tests and embedding code in the worker; see worker.js).
+#[wasm_bindgen(js_name = pendingChanges)]
+pub fn pending_changes() -> String {
+    serde_json::to_string(&changes::peek()).unwrap_or_else(|_| "[]".into())
 }
 
 /// `chrome.tabs.onRemoved`: everything kept of the closed tab goes.

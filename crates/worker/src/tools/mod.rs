@@ -6,8 +6,11 @@
 //! schema), one file here declaring a [`Tool`] (name, policy, handler) next to its handler, and
 //! one line in [`TOOLS`]. A unit test checks the list against the catalog both ways.
 
+mod browser_state;
+mod btcp;
 pub mod computer;
 mod console;
+mod file_upload;
 mod find;
 mod form_input;
 mod javascript;
@@ -15,13 +18,15 @@ mod navigate;
 mod network;
 mod page_text;
 mod plan;
+mod policy;
 mod read_page;
+mod switch_tab;
 mod tabs;
 mod upload;
 mod window;
 
 use crate::cdp::{self, idle, record};
-use crate::{boundary, btcp, group};
+use crate::{boundary, boundary_guard, group};
 use protocol::{schema, ToolResult};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
@@ -55,10 +60,14 @@ pub enum Access {
     /// Acts on the page: input, scripts, its dialogs, its window.
     Acts,
     /// Loads a URL in the tab (without the debugger): allowed on a page outside the boundary,
-    /// which it leaves. A history step (`back`, `forward`) is not, as it acts through the page.
+    /// which it leaves. A history step (`back`, `forward`) or `reload` is not, as it acts
+    /// through the page.
     Navigates,
     /// Closes the tab: allowed whatever page it shows; nothing is said of a page afterwards.
     Closes,
+    /// Makes it the group's active tab without touching its page: allowed whatever page it
+    /// shows, and under a dialog (which its answer mentions); nothing is recorded or attached.
+    Selects,
 }
 
 /// Every tool the worker runs: the catalog names these, no more and no fewer (a test checks).
@@ -66,6 +75,8 @@ pub static TOOLS: &[Tool] = &[
     tabs::CONTEXT,
     tabs::CREATE,
     tabs::CLOSE,
+    switch_tab::TOOL,
+    browser_state::TOOL,
     navigate::TOOL,
     computer::TOOL,
     javascript::TOOL,
@@ -79,10 +90,12 @@ pub static TOOLS: &[Tool] = &[
     window::HANDLE_DIALOG,
     window::RESIZE,
     upload::TOOL,
+    file_upload::TOOL,
     plan::GIF_CREATOR,
     plan::SHORTCUTS_LIST,
     plan::SHORTCUTS_EXECUTE,
     plan::SWITCH_BROWSER,
+    policy::TOOL,
     btcp::INTERFACES,
     btcp::GET_INTERFACE,
     btcp::CALL,
@@ -176,12 +189,19 @@ impl Checked {
 }
 
 async fn run_checked(tool: &'static Tool, args: Map<String, Value>) -> Outcome {
+    // The backend's policy is part of every check below.
+    crate::policy::ready().await;
     let Some(access) = tool.tab else {
         return (tool.run)(args).await;
     };
     // Every tool that takes a tabId acts on that tab: the group is checked here, once.
     let tab = group_tab(&args).await?;
     let tab_id = tab.id.ok_or("chrome.tabs returned a tab without an id")?;
+    // The URL policy's request rules name the tab before anything can send it anywhere.
+    crate::policy::rules::cover(tab_id).await?;
+    if access == Access::Selects {
+        return with_dialog_note(tab_id, (tool.run)(args).await);
+    }
     // The page it shows: nothing outside the web is read or acted on, whatever the tool.
     if let Err(e) = boundary::check(&tab) {
         if !access.leaves(&args) {
@@ -216,7 +236,7 @@ impl Access {
     fn leaves(self, args: &Map<String, Value>) -> bool {
         let history = matches!(
             args.get("url").and_then(Value::as_str).map(str::trim),
-            Some("back" | "forward")
+            Some("back" | "forward" | "reload")
         );
         self == Access::Closes || (self == Access::Navigates && !history)
     }
@@ -231,7 +251,7 @@ async fn group_tab(args: &Map<String, Value>) -> Result<crate::chrome::tabs::Tab
         return Err(format!("Tab {tab_arg} does not exist. {note}"));
     };
     // A recorded tab's page is known from events; any other is looked up now.
-    match group::reported(id).filter(boundary::current) {
+    match group::reported(id).filter(boundary_guard::current) {
         Some(tab) => Ok(tab),
         None => group::check_tab(id).await,
     }
@@ -256,7 +276,7 @@ fn with_dialog_note(tab_id: i32, result: Outcome) -> Outcome {
 
 /// A command that left its tab on a page outside the boundary says so (and the tab is detached).
 async fn with_boundary_note(tab_id: i32, result: Outcome) -> Outcome {
-    let Some(note) = boundary::after_command(tab_id).await else {
+    let Some(note) = boundary_guard::after_command(tab_id).await else {
         return result;
     };
     match result {
@@ -291,16 +311,16 @@ fn parse<T: DeserializeOwned>(args: Map<String, Value>) -> Result<T, String> {
 }
 
 /// The tab closed or left the group: what tools keep of it goes (read_page's kept trees, the
-/// screenshots' images and capture mode).
+/// screenshots' images and capture mode, a held mouse button).
 pub fn forget(tab: i32) {
     read_page::forget(tab);
-    computer::screenshot::forget(tab);
+    computer::forget(tab);
     crate::images::forget(tab);
 }
 
 /// Whether tools keep something of the tab.
 pub fn holds(tab: i32) -> bool {
-    read_page::holds(tab) || computer::screenshot::holds(tab) || crate::images::holds(tab)
+    read_page::holds(tab) || computer::holds(tab) || crate::images::holds(tab)
 }
 
 /// Cuts `text` to at most `max` characters, saying how much was left out.
@@ -352,7 +372,10 @@ mod tests {
             assert_eq!(tool.tab.is_some(), needs_tab, "{}: tab policy", tool.name);
             if tool.during_dialog {
                 assert!(
-                    matches!(tool.tab, Some(Access::Acts | Access::Closes)),
+                    matches!(
+                        tool.tab,
+                        Some(Access::Acts | Access::Closes | Access::Selects)
+                    ),
                     "{} runs under a dialog but does not act on its tab",
                     tool.name
                 );
@@ -363,7 +386,10 @@ mod tests {
             .filter(|t| t.during_dialog)
             .map(|t| t.name)
             .collect();
-        assert_eq!(under_dialog, ["tabs_close_mcp", "handle_dialog"]);
+        assert_eq!(
+            under_dialog,
+            ["tabs_close_mcp", "switch_tab", "handle_dialog"]
+        );
     }
 
     /// What a command needs before it runs: refused at once (no await, nothing done), refused
