@@ -18,6 +18,7 @@ WASM_BINDGEN_VERSION=0.2.130   # must equal the wasm-bindgen crate version in cr
 BINARYEN_VERSION=132.0.0       # Debian's binaryen corrupts wasm-bindgen output; npm's works
 AXE_VERSION=4.11.1             # accessibility checker used by tests/tests/pairing.rs
 PLAYWRIGHT_MCP_VERSION=0.0.83  # the peer ./build.sh bench measures beside ours (tests/src/bench/playwright.rs)
+PY_VENV="$ROOT/.tools/py"      # the Python driver's venv: clients/python with its pinned anthropic SDK
 TOOLS="$ROOT/.tools"
 WASM_OPT="$TOOLS/node_modules/binaryen/bin/wasm-opt"
 PKG="$ROOT/extension/pkg"
@@ -85,6 +86,28 @@ setup_playwright_mcp() {
   mkdir -p "$dir"
   PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm install --prefix "$dir" --no-save --no-audit --no-fund \
     "@playwright/mcp@$PLAYWRIGHT_MCP_VERSION" >/dev/null
+}
+
+# The Python driver's tests (tests/tests/driver_python.rs) run in a venv with the SDK version
+# clients/python/pyproject.toml pins, installed the way a user installs the driver.
+setup_python_client() {
+  local pin
+  pin=$(grep -o '"anthropic==[^"]*"' "$ROOT/clients/python/pyproject.toml" | tr -d '"' | cut -d= -f3)
+  [ "$("$PY_VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("anthropic"))' 2>/dev/null)" = "$pin" ] && return 0
+  if ! have python3 || ! python3 -c 'import ensurepip, venv' 2>/dev/null; then
+    if have apt-get && as_root true 2>/dev/null; then
+      say "installing python3-venv (Debian package; the Python driver's tests run in a venv)"
+      as_root apt-get update -qq
+      as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-venv >/dev/null
+    else
+      echo "python3 with venv is missing: install python3-venv (the Python driver's tests need it)." >&2
+      return 1
+    fi
+  fi
+  say "making $PY_VENV: pip install ./clients/python (anthropic $pin)"
+  rm -rf "$PY_VENV"
+  python3 -m venv "$PY_VENV"
+  "$PY_VENV/bin/pip" install -q --disable-pip-version-check --no-input "$ROOT/clients/python"
 }
 
 setup_chromium() {
@@ -262,14 +285,14 @@ fuzz() {
 
 cmd="${1:-help}"
 case "$cmd" in
-  setup) setup_rust; setup_chromium; setup_xvfb ;;
+  setup) setup_rust; setup_chromium; setup_xvfb; setup_python_client ;;
   build) setup_rust; apply_brand; build_worker; build_server ;;
   brand) apply_brand ;;
   package) setup_rust; setup_chromium; package ;;
   lint) setup_rust; lint ;;
   fuzz) setup_rust; fuzz ;;
   test)
-    setup_rust; setup_chromium; setup_xvfb; setup_nextest || true
+    setup_rust; setup_chromium; setup_xvfb; setup_python_client; setup_nextest || true
     build_worker; build_server
     lint
     # The store zip, which tests/tests/package.rs unpacks and drives in Chromium.
