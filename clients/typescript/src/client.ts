@@ -115,7 +115,7 @@ export class CommandClient {
       });
     } catch (error) {
       if (signal?.aborted) throw error; // the run is being cancelled: the SDK propagates it
-      throw new ToolError(PHRASES.unreachable);
+      throw new ToolError(PHRASES.noServer);
     }
     let payload: unknown;
     try {
@@ -133,20 +133,22 @@ export class CommandClient {
             'prints, or set BROWSER_OPERATOR_TOKEN',
         );
       case 409:
-        throw new ToolError(PHRASES.target);
+        throw new ToolError(this.#target === undefined ? PHRASES.whichBrowser : PHRASES.unknownBrowser);
       case 413:
         throw new ToolError(PHRASES.tooLarge);
-      case 503:
-        throw new ToolError(PHRASES.noBrowser);
+      case 503: {
+        const why = (payload as { error?: unknown } | undefined)?.error;
+        throw new ToolError(typeof why === 'string' && why.startsWith('Too many') ? PHRASES.busy : PHRASES.noBrowser);
+      }
       case 504:
         throw new ToolError(PHRASES.timeout);
       default:
-        throw new ToolError(PHRASES.server);
+        throw new ToolError(PHRASES.serverFailed);
     }
     const p = payload as { result?: { content?: unknown }; error?: unknown } | undefined;
     if (p && typeof p.error === 'string') return { ok: false, error: p.error };
     const content = p?.result?.content;
-    if (!Array.isArray(content)) throw new ToolError(PHRASES.server);
+    if (!Array.isArray(content)) throw new ToolError(PHRASES.badAnswer);
     return { ok: true, content: content as WireBlock[] };
   }
 }

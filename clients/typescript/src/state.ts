@@ -5,6 +5,7 @@
  */
 import type { BetaBrowserState } from '@anthropic-ai/sdk/helpers/beta/toolsets';
 import type { BetaBrowserStateTabEntry } from '@anthropic-ai/sdk/resources/beta';
+import { downloadError } from './errors.js';
 
 export type StateChange = NonNullable<BetaBrowserState['state_changes']>[number];
 
@@ -18,10 +19,6 @@ const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 const id = (v: unknown): string | undefined =>
   typeof v === 'number' && Number.isFinite(v) ? String(v) : typeof v === 'string' && v !== '' ? v : undefined;
 
-/** A download's failure reason as the model may read it: Chrome's reason code, never free text. */
-function failure(v: unknown): string {
-  return typeof v === 'string' && /^[A-Z][A-Z0-9_]{0,63}$/.test(v) ? v : 'The download failed.';
-}
 
 /** One change of the extension's report as the SDK's state change, or undefined for kinds the SDK has none for. */
 export function changeOf(raw: unknown): StateChange | undefined {
@@ -48,7 +45,7 @@ export function changeOf(raw: unknown): StateChange | undefined {
     case 'download_failed': {
       const d = id(c['downloadId']);
       if (d === undefined) return undefined;
-      return { type: 'download_failed', download_id: d, url: str(c['url']), error: failure(c['error']) };
+      return { type: 'download_failed', download_id: d, url: str(c['url']), error: downloadError(c['error']) };
     }
     case 'dialog_dismissed':
       return {

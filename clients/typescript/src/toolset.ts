@@ -23,7 +23,7 @@ import {
 } from '@anthropic-ai/sdk/helpers/beta/toolsets';
 import type * as Beta from '@anthropic-ai/sdk/resources/beta';
 import { CommandClient, DEFAULT_URL, joinedText, resolveToken, type WireBlock } from './client.js';
-import { PHRASES, memberError } from './errors.js';
+import { PHRASES, memberError, phrase } from './errors.js';
 import { parseState, type Snapshot, type StateChange } from './state.js';
 
 type Ctx = BetaToolsetCallContext;
@@ -130,9 +130,9 @@ function clickTarget(member: string, target: unknown): { coordinate: [number, nu
   throw invalid(member, 'target: expected a coordinate target or a ref target');
 }
 
-function seconds(value: unknown): number {
+function seconds(member: string, value: unknown): number {
   if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > 30) {
-    throw new ToolError(PHRASES.durationTooLong);
+    throw new ToolError(phrase('duration', { member }));
   }
   return value;
 }
@@ -159,7 +159,7 @@ class Driver {
   async applyPolicy(signal: Signal): Promise<void> {
     if (this.#policyApplied) return;
     const out = await this.client.command('set_policy', this.#policy, signal);
-    if (!out.ok) throw new ToolError(PHRASES.policy);
+    if (!out.ok) throw new ToolError(PHRASES.policyUnavailable);
     this.#policyApplied = true;
   }
 
@@ -180,7 +180,7 @@ class Driver {
     try {
       snap = parseState(joinedText(out.content), this.#active);
     } catch {
-      throw new ToolError(PHRASES.server);
+      throw new ToolError(PHRASES.badAnswer);
     }
     this.#pending.push(...snap.changes);
     this.#tabs = snap.tabs;
@@ -236,7 +236,7 @@ function parseTabId(tabId: unknown): number {
     const n = Number(tabId);
     if (n <= 2 ** 31 - 1) return n;
   }
-  throw new ToolError(PHRASES.badTabId);
+  throw new ToolError(PHRASES.tabIdForm);
 }
 
 function image(member: string, content: WireBlock[]): BetaScreenshotResult {
@@ -248,7 +248,7 @@ function image(member: string, content: WireBlock[]): BetaScreenshotResult {
 
 function tabEntry(snap: Snapshot, id: number | string): Beta.BetaBrowserStateTabEntry {
   const entry = snap.tabs.find((t) => t.tab_id === String(id));
-  if (!entry) throw new ToolError(PHRASES.noTab);
+  if (!entry) throw new ToolError(PHRASES.tabMissing);
   return entry;
 }
 
@@ -340,7 +340,7 @@ export class BrowserOperatorToolset extends BetaAbstractBrowserToolset20260801 {
   protected override async zoom(ctx: Ctx, input: Beta.BetaBrowserZoomInput): Promise<BetaScreenshotResult> {
     const r = input.region;
     if (!Array.isArray(r) || r.length !== 4 || !r.every((n) => Number.isFinite(n))) {
-      throw invalid('zoom', 'region: expected [x0, y0, x1, y1]');
+      throw new ToolError(PHRASES.zoomRegion);
     }
     return image('zoom', await this.#computer('zoom', ctx, input.tab_id, { action: 'zoom', region: r }));
   }
@@ -414,12 +414,12 @@ export class BrowserOperatorToolset extends BetaAbstractBrowserToolset20260801 {
 
   protected override async hold_key(ctx: Ctx, input: Beta.BetaBrowserHoldKeyInput): Promise<void> {
     if (typeof input.text !== 'string' || input.text.trim() === '') throw invalid('hold_key', 'text: expected a key');
-    const duration = seconds(input.duration);
+    const duration = seconds('hold_key', input.duration);
     await this.#computer('hold_key', ctx, input.tab_id, { action: 'hold_key', text: input.text, duration });
   }
 
   protected override async wait(ctx: Ctx, input: Beta.BetaBrowserWaitInput): Promise<void> {
-    const duration = seconds(input.duration);
+    const duration = seconds('wait', input.duration);
     await this.#computer('wait', ctx, input.tab_id, { action: 'wait', duration });
   }
 
@@ -486,25 +486,25 @@ export class BrowserOperatorToolset extends BetaAbstractBrowserToolset20260801 {
       try {
         data = await readFile(path);
       } catch {
-        throw new ToolError(PHRASES.unreadableFile);
+        throw new ToolError(PHRASES.uploadUnreadable);
       }
       const mimeType = MIME[extname(path).toLowerCase()];
       files.push({ name: basename(path), ...(mimeType ? { mimeType } : {}), data: data.toString('base64') });
     }
     for (const id of input.document_ids ?? []) {
-      if (this.#resolveDocument === undefined) throw new ToolError(PHRASES.noDocuments);
+      if (this.#resolveDocument === undefined) throw new ToolError(PHRASES.uploadNoDocuments);
       let doc: UploadFile;
       try {
         doc = await this.#resolveDocument(id);
       } catch (error) {
         if (error instanceof ToolError || error instanceof ToolsetUsageError) throw error;
-        throw new ToolError(PHRASES.unreadableFile);
+        throw new ToolError(PHRASES.uploadDocumentFailed);
       }
       const mimeType = doc.mimeType ?? MIME[extname(doc.name).toLowerCase()];
       files.push({ name: doc.name, ...(mimeType ? { mimeType } : {}), data: Buffer.from(doc.data).toString('base64') });
     }
     if (files.length === 0 && paths.length === 0) {
-      throw invalid('file_upload', 'paths or document_ids: expected at least one file');
+      throw new ToolError(PHRASES.uploadNothing);
     }
     const tab = await this.#d.tab(input.tab_id, ctx.signal);
     const args: Record<string, unknown> = { tabId: tab, ref: target };
@@ -517,7 +517,8 @@ export class BrowserOperatorToolset extends BetaAbstractBrowserToolset20260801 {
     const text = joinedText(await this.#d.run('new_tab', 'tabs_create_mcp', {}, ctx.signal));
     const created = /Tab ID: (\d+)/.exec(text)?.[1];
     const snap = await this.#d.freshState(ctx.signal);
-    return created !== undefined ? tabEntry(snap, created) : snap.tabs.find((t) => t.active) ?? tabEntry(snap, -1);
+    if (created === undefined) throw new ToolError(PHRASES.newTabUnreadable);
+    return tabEntry(snap, created);
   }
 
   protected override async list_tabs(ctx: Ctx, _input: Beta.BetaBrowserListTabsInput): Promise<Beta.BetaBrowserStateTabEntry[]> {

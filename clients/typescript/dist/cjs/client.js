@@ -103,7 +103,7 @@ class CommandClient {
         catch (error) {
             if (signal?.aborted)
                 throw error; // the run is being cancelled: the SDK propagates it
-            throw new toolsets_1.ToolError(errors_js_1.PHRASES.unreachable);
+            throw new toolsets_1.ToolError(errors_js_1.PHRASES.noServer);
         }
         let payload;
         try {
@@ -120,22 +120,24 @@ class CommandClient {
                 throw new toolsets_1.ToolsetConfigError('BrowserOperatorToolset: the server refused the token (401). Pass the token `browser-operator token` ' +
                     'prints, or set BROWSER_OPERATOR_TOKEN');
             case 409:
-                throw new toolsets_1.ToolError(errors_js_1.PHRASES.target);
+                throw new toolsets_1.ToolError(this.#target === undefined ? errors_js_1.PHRASES.whichBrowser : errors_js_1.PHRASES.unknownBrowser);
             case 413:
                 throw new toolsets_1.ToolError(errors_js_1.PHRASES.tooLarge);
-            case 503:
-                throw new toolsets_1.ToolError(errors_js_1.PHRASES.noBrowser);
+            case 503: {
+                const why = payload?.error;
+                throw new toolsets_1.ToolError(typeof why === 'string' && why.startsWith('Too many') ? errors_js_1.PHRASES.busy : errors_js_1.PHRASES.noBrowser);
+            }
             case 504:
                 throw new toolsets_1.ToolError(errors_js_1.PHRASES.timeout);
             default:
-                throw new toolsets_1.ToolError(errors_js_1.PHRASES.server);
+                throw new toolsets_1.ToolError(errors_js_1.PHRASES.serverFailed);
         }
         const p = payload;
         if (p && typeof p.error === 'string')
             return { ok: false, error: p.error };
         const content = p?.result?.content;
         if (!Array.isArray(content))
-            throw new toolsets_1.ToolError(errors_js_1.PHRASES.server);
+            throw new toolsets_1.ToolError(errors_js_1.PHRASES.badAnswer);
         return { ok: true, content: content };
     }
 }

@@ -61,9 +61,9 @@ function clickTarget(member, target) {
         return { coordinate: point(member, 'target', target) };
     throw invalid(member, 'target: expected a coordinate target or a ref target');
 }
-function seconds(value) {
+function seconds(member, value) {
     if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > 30) {
-        throw new toolsets_1.ToolError(errors_js_1.PHRASES.durationTooLong);
+        throw new toolsets_1.ToolError((0, errors_js_1.phrase)('duration', { member }));
     }
     return value;
 }
@@ -89,7 +89,7 @@ class Driver {
             return;
         const out = await this.client.command('set_policy', this.#policy, signal);
         if (!out.ok)
-            throw new toolsets_1.ToolError(errors_js_1.PHRASES.policy);
+            throw new toolsets_1.ToolError(errors_js_1.PHRASES.policyUnavailable);
         this.#policyApplied = true;
     }
     /** Runs one of the extension's tools for `member`; its error becomes the member's fixed phrase. */
@@ -111,7 +111,7 @@ class Driver {
             snap = (0, state_js_1.parseState)((0, client_js_1.joinedText)(out.content), this.#active);
         }
         catch {
-            throw new toolsets_1.ToolError(errors_js_1.PHRASES.server);
+            throw new toolsets_1.ToolError(errors_js_1.PHRASES.badAnswer);
         }
         this.#pending.push(...snap.changes);
         this.#tabs = snap.tabs;
@@ -170,7 +170,7 @@ function parseTabId(tabId) {
         if (n <= 2 ** 31 - 1)
             return n;
     }
-    throw new toolsets_1.ToolError(errors_js_1.PHRASES.badTabId);
+    throw new toolsets_1.ToolError(errors_js_1.PHRASES.tabIdForm);
 }
 function image(member, content) {
     const img = content.find((b) => b.type === 'image');
@@ -182,7 +182,7 @@ function image(member, content) {
 function tabEntry(snap, id) {
     const entry = snap.tabs.find((t) => t.tab_id === String(id));
     if (!entry)
-        throw new toolsets_1.ToolError(errors_js_1.PHRASES.noTab);
+        throw new toolsets_1.ToolError(errors_js_1.PHRASES.tabMissing);
     return entry;
 }
 /**
@@ -248,7 +248,7 @@ class BrowserOperatorToolset extends toolsets_1.BetaAbstractBrowserToolset202608
     async zoom(ctx, input) {
         const r = input.region;
         if (!Array.isArray(r) || r.length !== 4 || !r.every((n) => Number.isFinite(n))) {
-            throw invalid('zoom', 'region: expected [x0, y0, x1, y1]');
+            throw new toolsets_1.ToolError(errors_js_1.PHRASES.zoomRegion);
         }
         return image('zoom', await this.#computer('zoom', ctx, input.tab_id, { action: 'zoom', region: r }));
     }
@@ -318,11 +318,11 @@ class BrowserOperatorToolset extends toolsets_1.BetaAbstractBrowserToolset202608
     async hold_key(ctx, input) {
         if (typeof input.text !== 'string' || input.text.trim() === '')
             throw invalid('hold_key', 'text: expected a key');
-        const duration = seconds(input.duration);
+        const duration = seconds('hold_key', input.duration);
         await this.#computer('hold_key', ctx, input.tab_id, { action: 'hold_key', text: input.text, duration });
     }
     async wait(ctx, input) {
-        const duration = seconds(input.duration);
+        const duration = seconds('wait', input.duration);
         await this.#computer('wait', ctx, input.tab_id, { action: 'wait', duration });
     }
     async form_input(ctx, input) {
@@ -386,14 +386,14 @@ class BrowserOperatorToolset extends toolsets_1.BetaAbstractBrowserToolset202608
                 data = await (0, promises_1.readFile)(path);
             }
             catch {
-                throw new toolsets_1.ToolError(errors_js_1.PHRASES.unreadableFile);
+                throw new toolsets_1.ToolError(errors_js_1.PHRASES.uploadUnreadable);
             }
             const mimeType = MIME[(0, node_path_1.extname)(path).toLowerCase()];
             files.push({ name: (0, node_path_1.basename)(path), ...(mimeType ? { mimeType } : {}), data: data.toString('base64') });
         }
         for (const id of input.document_ids ?? []) {
             if (this.#resolveDocument === undefined)
-                throw new toolsets_1.ToolError(errors_js_1.PHRASES.noDocuments);
+                throw new toolsets_1.ToolError(errors_js_1.PHRASES.uploadNoDocuments);
             let doc;
             try {
                 doc = await this.#resolveDocument(id);
@@ -401,13 +401,13 @@ class BrowserOperatorToolset extends toolsets_1.BetaAbstractBrowserToolset202608
             catch (error) {
                 if (error instanceof toolsets_1.ToolError || error instanceof toolsets_1.ToolsetUsageError)
                     throw error;
-                throw new toolsets_1.ToolError(errors_js_1.PHRASES.unreadableFile);
+                throw new toolsets_1.ToolError(errors_js_1.PHRASES.uploadDocumentFailed);
             }
             const mimeType = doc.mimeType ?? MIME[(0, node_path_1.extname)(doc.name).toLowerCase()];
             files.push({ name: doc.name, ...(mimeType ? { mimeType } : {}), data: Buffer.from(doc.data).toString('base64') });
         }
         if (files.length === 0 && paths.length === 0) {
-            throw invalid('file_upload', 'paths or document_ids: expected at least one file');
+            throw new toolsets_1.ToolError(errors_js_1.PHRASES.uploadNothing);
         }
         const tab = await this.#d.tab(input.tab_id, ctx.signal);
         const args = { tabId: tab, ref: target };
@@ -421,7 +421,9 @@ class BrowserOperatorToolset extends toolsets_1.BetaAbstractBrowserToolset202608
         const text = (0, client_js_1.joinedText)(await this.#d.run('new_tab', 'tabs_create_mcp', {}, ctx.signal));
         const created = /Tab ID: (\d+)/.exec(text)?.[1];
         const snap = await this.#d.freshState(ctx.signal);
-        return created !== undefined ? tabEntry(snap, created) : snap.tabs.find((t) => t.active) ?? tabEntry(snap, -1);
+        if (created === undefined)
+            throw new toolsets_1.ToolError(errors_js_1.PHRASES.newTabUnreadable);
+        return tabEntry(snap, created);
     }
     async list_tabs(ctx, _input) {
         await this.#d.applyPolicy(ctx.signal);

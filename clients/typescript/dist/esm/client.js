@@ -97,7 +97,7 @@ export class CommandClient {
         catch (error) {
             if (signal?.aborted)
                 throw error; // the run is being cancelled: the SDK propagates it
-            throw new ToolError(PHRASES.unreachable);
+            throw new ToolError(PHRASES.noServer);
         }
         let payload;
         try {
@@ -114,22 +114,24 @@ export class CommandClient {
                 throw new ToolsetConfigError('BrowserOperatorToolset: the server refused the token (401). Pass the token `browser-operator token` ' +
                     'prints, or set BROWSER_OPERATOR_TOKEN');
             case 409:
-                throw new ToolError(PHRASES.target);
+                throw new ToolError(this.#target === undefined ? PHRASES.whichBrowser : PHRASES.unknownBrowser);
             case 413:
                 throw new ToolError(PHRASES.tooLarge);
-            case 503:
-                throw new ToolError(PHRASES.noBrowser);
+            case 503: {
+                const why = payload?.error;
+                throw new ToolError(typeof why === 'string' && why.startsWith('Too many') ? PHRASES.busy : PHRASES.noBrowser);
+            }
             case 504:
                 throw new ToolError(PHRASES.timeout);
             default:
-                throw new ToolError(PHRASES.server);
+                throw new ToolError(PHRASES.serverFailed);
         }
         const p = payload;
         if (p && typeof p.error === 'string')
             return { ok: false, error: p.error };
         const content = p?.result?.content;
         if (!Array.isArray(content))
-            throw new ToolError(PHRASES.server);
+            throw new ToolError(PHRASES.badAnswer);
         return { ok: true, content: content };
     }
 }

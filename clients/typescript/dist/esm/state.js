@@ -1,9 +1,6 @@
+import { downloadError } from './errors.js';
 const str = (v) => (typeof v === 'string' ? v : '');
 const id = (v) => typeof v === 'number' && Number.isFinite(v) ? String(v) : typeof v === 'string' && v !== '' ? v : undefined;
-/** A download's failure reason as the model may read it: Chrome's reason code, never free text. */
-function failure(v) {
-    return typeof v === 'string' && /^[A-Z][A-Z0-9_]{0,63}$/.test(v) ? v : 'The download failed.';
-}
 /** One change of the extension's report as the SDK's state change, or undefined for kinds the SDK has none for. */
 export function changeOf(raw) {
     if (raw === null || typeof raw !== 'object')
@@ -34,7 +31,7 @@ export function changeOf(raw) {
             const d = id(c['downloadId']);
             if (d === undefined)
                 return undefined;
-            return { type: 'download_failed', download_id: d, url: str(c['url']), error: failure(c['error']) };
+            return { type: 'download_failed', download_id: d, url: str(c['url']), error: downloadError(c['error']) };
         }
         case 'dialog_dismissed':
             return {

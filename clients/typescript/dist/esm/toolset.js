@@ -12,7 +12,7 @@ import { readFile } from 'node:fs/promises';
 import { basename, extname } from 'node:path';
 import { BetaAbstractBrowserToolset20260801, InvalidMemberInputError, ToolError, ToolsetUsageError, } from '@anthropic-ai/sdk/helpers/beta/toolsets';
 import { CommandClient, DEFAULT_URL, joinedText, resolveToken } from './client.js';
-import { PHRASES, memberError } from './errors.js';
+import { PHRASES, memberError, phrase } from './errors.js';
 import { parseState } from './state.js';
 /** Longest text a reading member returns to the model (the SDK sends it uncut). */
 export const TEXT_MAX = 100_000;
@@ -58,9 +58,9 @@ function clickTarget(member, target) {
         return { coordinate: point(member, 'target', target) };
     throw invalid(member, 'target: expected a coordinate target or a ref target');
 }
-function seconds(value) {
+function seconds(member, value) {
     if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > 30) {
-        throw new ToolError(PHRASES.durationTooLong);
+        throw new ToolError(phrase('duration', { member }));
     }
     return value;
 }
@@ -86,7 +86,7 @@ class Driver {
             return;
         const out = await this.client.command('set_policy', this.#policy, signal);
         if (!out.ok)
-            throw new ToolError(PHRASES.policy);
+            throw new ToolError(PHRASES.policyUnavailable);
         this.#policyApplied = true;
     }
     /** Runs one of the extension's tools for `member`; its error becomes the member's fixed phrase. */
@@ -108,7 +108,7 @@ class Driver {
             snap = parseState(joinedText(out.content), this.#active);
         }
         catch {
-            throw new ToolError(PHRASES.server);
+            throw new ToolError(PHRASES.badAnswer);
         }
         this.#pending.push(...snap.changes);
         this.#tabs = snap.tabs;
@@ -167,7 +167,7 @@ function parseTabId(tabId) {
         if (n <= 2 ** 31 - 1)
             return n;
     }
-    throw new ToolError(PHRASES.badTabId);
+    throw new ToolError(PHRASES.tabIdForm);
 }
 function image(member, content) {
     const img = content.find((b) => b.type === 'image');
@@ -179,7 +179,7 @@ function image(member, content) {
 function tabEntry(snap, id) {
     const entry = snap.tabs.find((t) => t.tab_id === String(id));
     if (!entry)
-        throw new ToolError(PHRASES.noTab);
+        throw new ToolError(PHRASES.tabMissing);
     return entry;
 }
 /**
@@ -245,7 +245,7 @@ export class BrowserOperatorToolset extends BetaAbstractBrowserToolset20260801 {
     async zoom(ctx, input) {
         const r = input.region;
         if (!Array.isArray(r) || r.length !== 4 || !r.every((n) => Number.isFinite(n))) {
-            throw invalid('zoom', 'region: expected [x0, y0, x1, y1]');
+            throw new ToolError(PHRASES.zoomRegion);
         }
         return image('zoom', await this.#computer('zoom', ctx, input.tab_id, { action: 'zoom', region: r }));
     }
@@ -315,11 +315,11 @@ export class BrowserOperatorToolset extends BetaAbstractBrowserToolset20260801 {
     async hold_key(ctx, input) {
         if (typeof input.text !== 'string' || input.text.trim() === '')
             throw invalid('hold_key', 'text: expected a key');
-        const duration = seconds(input.duration);
+        const duration = seconds('hold_key', input.duration);
         await this.#computer('hold_key', ctx, input.tab_id, { action: 'hold_key', text: input.text, duration });
     }
     async wait(ctx, input) {
-        const duration = seconds(input.duration);
+        const duration = seconds('wait', input.duration);
         await this.#computer('wait', ctx, input.tab_id, { action: 'wait', duration });
     }
     async form_input(ctx, input) {
@@ -383,14 +383,14 @@ export class BrowserOperatorToolset extends BetaAbstractBrowserToolset20260801 {
                 data = await readFile(path);
             }
             catch {
-                throw new ToolError(PHRASES.unreadableFile);
+                throw new ToolError(PHRASES.uploadUnreadable);
             }
             const mimeType = MIME[extname(path).toLowerCase()];
             files.push({ name: basename(path), ...(mimeType ? { mimeType } : {}), data: data.toString('base64') });
         }
         for (const id of input.document_ids ?? []) {
             if (this.#resolveDocument === undefined)
-                throw new ToolError(PHRASES.noDocuments);
+                throw new ToolError(PHRASES.uploadNoDocuments);
             let doc;
             try {
                 doc = await this.#resolveDocument(id);
@@ -398,13 +398,13 @@ export class BrowserOperatorToolset extends BetaAbstractBrowserToolset20260801 {
             catch (error) {
                 if (error instanceof ToolError || error instanceof ToolsetUsageError)
                     throw error;
-                throw new ToolError(PHRASES.unreadableFile);
+                throw new ToolError(PHRASES.uploadDocumentFailed);
             }
             const mimeType = doc.mimeType ?? MIME[extname(doc.name).toLowerCase()];
             files.push({ name: doc.name, ...(mimeType ? { mimeType } : {}), data: Buffer.from(doc.data).toString('base64') });
         }
         if (files.length === 0 && paths.length === 0) {
-            throw invalid('file_upload', 'paths or document_ids: expected at least one file');
+            throw new ToolError(PHRASES.uploadNothing);
         }
         const tab = await this.#d.tab(input.tab_id, ctx.signal);
         const args = { tabId: tab, ref: target };
@@ -418,7 +418,9 @@ export class BrowserOperatorToolset extends BetaAbstractBrowserToolset20260801 {
         const text = joinedText(await this.#d.run('new_tab', 'tabs_create_mcp', {}, ctx.signal));
         const created = /Tab ID: (\d+)/.exec(text)?.[1];
         const snap = await this.#d.freshState(ctx.signal);
-        return created !== undefined ? tabEntry(snap, created) : snap.tabs.find((t) => t.active) ?? tabEntry(snap, -1);
+        if (created === undefined)
+            throw new ToolError(PHRASES.newTabUnreadable);
+        return tabEntry(snap, created);
     }
     async list_tabs(ctx, _input) {
         await this.#d.applyPolicy(ctx.signal);
