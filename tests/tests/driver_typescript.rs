@@ -36,7 +36,12 @@ async fn the_typescript_driver_serves_every_member() -> Result<()> {
 
     let (fixtures, backend, browser) = browser_operator_e2e::connected().await?;
     let mut node = tokio::process::Command::new("node");
-    node.args(["--test", "--test-reporter=spec", "test/toolset.test.mjs"])
+    node.args([
+        "--test",
+        "--test-reporter=spec",
+        "test/unit.test.mjs",
+        "test/toolset.test.mjs",
+    ])
         .current_dir(&dir)
         .env("BO_URL", backend.http_url())
         .env("BO_TOKEN", backend.token())
