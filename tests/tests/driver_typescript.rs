@@ -42,13 +42,13 @@ async fn the_typescript_driver_serves_every_member() -> Result<()> {
         "test/unit.test.mjs",
         "test/toolset.test.mjs",
     ])
-        .current_dir(&dir)
-        .env("BO_URL", backend.http_url())
-        .env("BO_TOKEN", backend.token())
-        .env("BO_FIXTURES", fixtures.url("toolset-ts/"))
-        .env_remove("BROWSER_OPERATOR_TOKEN")
-        .stdin(Stdio::null())
-        .kill_on_drop(true);
+    .current_dir(&dir)
+    .env("BO_URL", backend.http_url())
+    .env("BO_TOKEN", backend.token())
+    .env("BO_FIXTURES", fixtures.url("toolset-ts/"))
+    .env_remove("BROWSER_OPERATOR_TOKEN")
+    .stdin(Stdio::null())
+    .kill_on_drop(true);
     let out = tokio::time::timeout(NODE_TEST_BOUND, node.output())
         .await
         .map_err(|_| {
@@ -63,7 +63,10 @@ async fn the_typescript_driver_serves_every_member() -> Result<()> {
     );
     if !out.status.success() {
         eprintln!("--- Chromium log (tail) ---\n{}", browser.log_tail());
-        panic!("the TypeScript driver's test failed ({}):\n{report}", out.status);
+        panic!(
+            "the TypeScript driver's test failed ({}):\n{report}",
+            out.status
+        );
     }
     println!("{report}");
     Ok(())
