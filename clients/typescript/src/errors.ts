@@ -47,6 +47,7 @@ export const PHRASES = {
   dialogUnknown:
     'The page does not respond: most likely a JavaScript dialog opened while the browser was not watching the tab, so nothing was done.',
   uploadUnreadable: 'A file to upload could not be read.',
+  uploadTooLarge: 'The files to upload are too large (at most {mb} MB in total).',
   uploadNothing: 'file_upload needs paths or document_ids.',
   uploadNoDocuments:
     'This driver was not given a way to fetch staged documents, so document_ids cannot be uploaded.',

@@ -82,6 +82,9 @@ export interface BrowserOperatorToolsetOptions extends Omit<BetaBrowserToolsetOp
   fetch?: typeof fetch | undefined;
 }
 
+/** The most bytes `file_upload` sends in all (the extension's bound). */
+export const UPLOAD_MAX = 1024 * 1024;
+
 /** Longest text a reading member returns to the model (the SDK sends it uncut). */
 export const TEXT_MAX = 100_000;
 
@@ -476,21 +479,12 @@ export class BrowserOperatorToolset extends BetaAbstractBrowserToolset20260801 {
   protected override async file_upload(ctx: Ctx, input: Beta.BetaBrowserFileUploadInput): Promise<void> {
     const target = ref('file_upload', input.target);
     const files: Array<{ name: string; mimeType?: string; data: string }> = [];
-    const paths: string[] = [];
-    for (const path of input.paths ?? []) {
-      if (this.#sendPaths) {
-        paths.push(path);
-        continue;
-      }
-      let data: Buffer;
-      try {
-        data = await readFile(path);
-      } catch {
-        throw new ToolError(PHRASES.uploadUnreadable);
-      }
-      const mimeType = MIME[extname(path).toLowerCase()];
-      files.push({ name: basename(path), ...(mimeType ? { mimeType } : {}), data: data.toString('base64') });
-    }
+    let size = 0;
+    const add = (name: string, data: Uint8Array, mimeType: string | undefined) => {
+      size += data.byteLength;
+      if (size > UPLOAD_MAX) throw new ToolError(phrase('uploadTooLarge', { mb: '1' }));
+      files.push({ name, ...(mimeType ? { mimeType } : {}), data: Buffer.from(data).toString('base64') });
+    };
     for (const id of input.document_ids ?? []) {
       if (this.#resolveDocument === undefined) throw new ToolError(PHRASES.uploadNoDocuments);
       let doc: UploadFile;
@@ -500,12 +494,23 @@ export class BrowserOperatorToolset extends BetaAbstractBrowserToolset20260801 {
         if (error instanceof ToolError || error instanceof ToolsetUsageError) throw error;
         throw new ToolError(PHRASES.uploadDocumentFailed);
       }
-      const mimeType = doc.mimeType ?? MIME[extname(doc.name).toLowerCase()];
-      files.push({ name: doc.name, ...(mimeType ? { mimeType } : {}), data: Buffer.from(doc.data).toString('base64') });
+      add(basename(doc.name), doc.data, doc.mimeType ?? MIME[extname(doc.name).toLowerCase()]);
     }
-    if (files.length === 0 && paths.length === 0) {
-      throw new ToolError(PHRASES.uploadNothing);
+    const given = input.paths ?? [];
+    // The extension takes files or paths, not both: with staged documents, the paths' bytes go too.
+    const paths = this.#sendPaths && files.length === 0 ? [...given] : [];
+    if (paths.length === 0) {
+      for (const path of given) {
+        let data: Buffer;
+        try {
+          data = await readFile(path);
+        } catch {
+          throw new ToolError(PHRASES.uploadUnreadable);
+        }
+        add(basename(path), data, MIME[extname(path).toLowerCase()]);
+      }
     }
+    if (files.length === 0 && paths.length === 0) throw new ToolError(PHRASES.uploadNothing);
     const tab = await this.#d.tab(input.tab_id, ctx.signal);
     const args: Record<string, unknown> = { tabId: tab, ref: target };
     if (files.length) args['files'] = files;

@@ -140,3 +140,23 @@ test('an unreachable server and a wrong token', async () => {
   const { toolset } = scripted(() => ({ status: 401, error: 'Missing or wrong bearer token' }));
   await assert.rejects(toolset.toolResult(use('screenshot')), { name: 'ToolsetConfigError' });
 });
+
+test('file_upload sends the bytes of the allowed paths, within the bound', async () => {
+  const { BetaNodeFilePolicy } = await import('@anthropic-ai/sdk/helpers/beta/toolsets/node');
+  const root = mkdtempSync(join(tmpdir(), 'bo-ts-up-'));
+  writeFileSync(join(root, 'a.csv'), 'x,y\n');
+  writeFileSync(join(root, 'big.bin'), Buffer.alloc(1024 * 1024 + 1));
+  const { sent, toolset } = scripted((tool) => (tool === 'browser_state' ? state([{ tabId: 7, title: '', url: '', active: true }]) : '{}'), {
+    configs: { file_upload: { enabled: true } },
+    confirm: () => true,
+    filePolicy: new BetaNodeFilePolicy({ uploadRoots: [root] }),
+  });
+  const input = (paths) => ({ target: { type: 'ref', ref: 'ref_3' }, paths });
+  const r = await toolset.toolResult(use('file_upload', input([join(root, 'a.csv')])));
+  assert.equal(r.is_error, undefined, JSON.stringify(r));
+  const upload = sent.find((s) => s.tool === 'file_upload');
+  assert.deepEqual(upload.args, { tabId: 7, ref: 'ref_3', files: [{ name: 'a.csv', mimeType: 'text/csv', data: Buffer.from('x,y\n').toString('base64') }] });
+  const big = await toolset.toolResult(use('file_upload', input([join(root, 'big.bin')])));
+  assert.deepEqual(big.content, [{ type: 'text', text: 'The files to upload are too large (at most 1 MB in total).' }]);
+  assert.equal(sent.filter((s) => s.tool === 'file_upload').length, 1);
+});

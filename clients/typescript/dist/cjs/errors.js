@@ -45,6 +45,7 @@ exports.PHRASES = {
     dialogOpen: "A JavaScript {kind} dialog is open on the page, so nothing was done. This browser's dialog policy waits for the application to answer it.",
     dialogUnknown: 'The page does not respond: most likely a JavaScript dialog opened while the browser was not watching the tab, so nothing was done.',
     uploadUnreadable: 'A file to upload could not be read.',
+    uploadTooLarge: 'The files to upload are too large (at most {mb} MB in total).',
     uploadNothing: 'file_upload needs paths or document_ids.',
     uploadNoDocuments: 'This driver was not given a way to fetch staged documents, so document_ids cannot be uploaded.',
     uploadDocumentFailed: 'A staged document could not be fetched.',

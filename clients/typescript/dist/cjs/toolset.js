@@ -1,6 +1,6 @@
 "use strict";
 Object.defineProperty(exports, "__esModule", { value: true });
-exports.BrowserOperatorToolset = exports.TEXT_MAX = void 0;
+exports.BrowserOperatorToolset = exports.TEXT_MAX = exports.UPLOAD_MAX = void 0;
 /**
  * `BrowserOperatorToolset`: the SDK's browser toolset (`browser_toolset_20260801`) served by the
  * person's own Chrome through the Browser Operator extension and `browser-operator serve`.
@@ -17,6 +17,8 @@ const toolsets_1 = require("@anthropic-ai/sdk/helpers/beta/toolsets");
 const client_js_1 = require("./client.js");
 const errors_js_1 = require("./errors.js");
 const state_js_1 = require("./state.js");
+/** The most bytes `file_upload` sends in all (the extension's bound). */
+exports.UPLOAD_MAX = 1024 * 1024;
 /** Longest text a reading member returns to the model (the SDK sends it uncut). */
 exports.TEXT_MAX = 100_000;
 const MIME = {
@@ -375,22 +377,13 @@ class BrowserOperatorToolset extends toolsets_1.BetaAbstractBrowserToolset202608
     async file_upload(ctx, input) {
         const target = ref('file_upload', input.target);
         const files = [];
-        const paths = [];
-        for (const path of input.paths ?? []) {
-            if (this.#sendPaths) {
-                paths.push(path);
-                continue;
-            }
-            let data;
-            try {
-                data = await (0, promises_1.readFile)(path);
-            }
-            catch {
-                throw new toolsets_1.ToolError(errors_js_1.PHRASES.uploadUnreadable);
-            }
-            const mimeType = MIME[(0, node_path_1.extname)(path).toLowerCase()];
-            files.push({ name: (0, node_path_1.basename)(path), ...(mimeType ? { mimeType } : {}), data: data.toString('base64') });
-        }
+        let size = 0;
+        const add = (name, data, mimeType) => {
+            size += data.byteLength;
+            if (size > exports.UPLOAD_MAX)
+                throw new toolsets_1.ToolError((0, errors_js_1.phrase)('uploadTooLarge', { mb: '1' }));
+            files.push({ name, ...(mimeType ? { mimeType } : {}), data: Buffer.from(data).toString('base64') });
+        };
         for (const id of input.document_ids ?? []) {
             if (this.#resolveDocument === undefined)
                 throw new toolsets_1.ToolError(errors_js_1.PHRASES.uploadNoDocuments);
@@ -403,12 +396,25 @@ class BrowserOperatorToolset extends toolsets_1.BetaAbstractBrowserToolset202608
                     throw error;
                 throw new toolsets_1.ToolError(errors_js_1.PHRASES.uploadDocumentFailed);
             }
-            const mimeType = doc.mimeType ?? MIME[(0, node_path_1.extname)(doc.name).toLowerCase()];
-            files.push({ name: doc.name, ...(mimeType ? { mimeType } : {}), data: Buffer.from(doc.data).toString('base64') });
+            add((0, node_path_1.basename)(doc.name), doc.data, doc.mimeType ?? MIME[(0, node_path_1.extname)(doc.name).toLowerCase()]);
         }
-        if (files.length === 0 && paths.length === 0) {
+        const given = input.paths ?? [];
+        // The extension takes files or paths, not both: with staged documents, the paths' bytes go too.
+        const paths = this.#sendPaths && files.length === 0 ? [...given] : [];
+        if (paths.length === 0) {
+            for (const path of given) {
+                let data;
+                try {
+                    data = await (0, promises_1.readFile)(path);
+                }
+                catch {
+                    throw new toolsets_1.ToolError(errors_js_1.PHRASES.uploadUnreadable);
+                }
+                add((0, node_path_1.basename)(path), data, MIME[(0, node_path_1.extname)(path).toLowerCase()]);
+            }
+        }
+        if (files.length === 0 && paths.length === 0)
             throw new toolsets_1.ToolError(errors_js_1.PHRASES.uploadNothing);
-        }
         const tab = await this.#d.tab(input.tab_id, ctx.signal);
         const args = { tabId: tab, ref: target };
         if (files.length)

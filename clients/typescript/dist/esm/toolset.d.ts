@@ -51,6 +51,8 @@ export interface BrowserOperatorToolsetOptions extends Omit<BetaBrowserToolsetOp
     /** The `fetch` the driver uses. Default: the global one. */
     fetch?: typeof fetch | undefined;
 }
+/** The most bytes `file_upload` sends in all (the extension's bound). */
+export declare const UPLOAD_MAX: number;
 /** Longest text a reading member returns to the model (the SDK sends it uncut). */
 export declare const TEXT_MAX = 100000;
 /**

@@ -14,6 +14,8 @@ import { BetaAbstractBrowserToolset20260801, InvalidMemberInputError, ToolError,
 import { CommandClient, DEFAULT_URL, joinedText, resolveToken } from './client.js';
 import { PHRASES, memberError, phrase } from './errors.js';
 import { parseState } from './state.js';
+/** The most bytes `file_upload` sends in all (the extension's bound). */
+export const UPLOAD_MAX = 1024 * 1024;
 /** Longest text a reading member returns to the model (the SDK sends it uncut). */
 export const TEXT_MAX = 100_000;
 const MIME = {
@@ -372,22 +374,13 @@ export class BrowserOperatorToolset extends BetaAbstractBrowserToolset20260801 {
     async file_upload(ctx, input) {
         const target = ref('file_upload', input.target);
         const files = [];
-        const paths = [];
-        for (const path of input.paths ?? []) {
-            if (this.#sendPaths) {
-                paths.push(path);
-                continue;
-            }
-            let data;
-            try {
-                data = await readFile(path);
-            }
-            catch {
-                throw new ToolError(PHRASES.uploadUnreadable);
-            }
-            const mimeType = MIME[extname(path).toLowerCase()];
-            files.push({ name: basename(path), ...(mimeType ? { mimeType } : {}), data: data.toString('base64') });
-        }
+        let size = 0;
+        const add = (name, data, mimeType) => {
+            size += data.byteLength;
+            if (size > UPLOAD_MAX)
+                throw new ToolError(phrase('uploadTooLarge', { mb: '1' }));
+            files.push({ name, ...(mimeType ? { mimeType } : {}), data: Buffer.from(data).toString('base64') });
+        };
         for (const id of input.document_ids ?? []) {
             if (this.#resolveDocument === undefined)
                 throw new ToolError(PHRASES.uploadNoDocuments);
@@ -400,12 +393,25 @@ export class BrowserOperatorToolset extends BetaAbstractBrowserToolset20260801 {
                     throw error;
                 throw new ToolError(PHRASES.uploadDocumentFailed);
             }
-            const mimeType = doc.mimeType ?? MIME[extname(doc.name).toLowerCase()];
-            files.push({ name: doc.name, ...(mimeType ? { mimeType } : {}), data: Buffer.from(doc.data).toString('base64') });
+            add(basename(doc.name), doc.data, doc.mimeType ?? MIME[extname(doc.name).toLowerCase()]);
         }
-        if (files.length === 0 && paths.length === 0) {
+        const given = input.paths ?? [];
+        // The extension takes files or paths, not both: with staged documents, the paths' bytes go too.
+        const paths = this.#sendPaths && files.length === 0 ? [...given] : [];
+        if (paths.length === 0) {
+            for (const path of given) {
+                let data;
+                try {
+                    data = await readFile(path);
+                }
+                catch {
+                    throw new ToolError(PHRASES.uploadUnreadable);
+                }
+                add(basename(path), data, MIME[extname(path).toLowerCase()]);
+            }
+        }
+        if (files.length === 0 && paths.length === 0)
             throw new ToolError(PHRASES.uploadNothing);
-        }
         const tab = await this.#d.tab(input.tab_id, ctx.signal);
         const args = { tabId: tab, ref: target };
         if (files.length)
