@@ -341,6 +341,31 @@ test('members against the browser', async (t) => {
     }
   });
 
+  await t.test('a dialog that reopens itself: each one answered and counted, no hang', async () => {
+    try {
+      let count = 0;
+      const tally = (r) => {
+        for (const line of texts(r)) {
+          if (/^A confirm dialog "Again \d+\?" was dismissed\.$/.test(line)) count += 1;
+          const more = /^(\d+) more dialogs were dismissed\.$/.exec(line);
+          if (more) count += Number(more[1]);
+        }
+      };
+      tally(ok(await call('left_click', { target: at(await center(tab, '#nag')) }), 'left_click nag'));
+      await until('ten dialogs reported', async () => {
+        if (count >= 10) return true;
+        tally(ok(await call('wait', { duration: 0.1 }), 'wait'));
+        return false;
+      });
+      assert.equal(count, 10);
+      assert.equal(await onPage(tab, 'document.body.dataset.nags'), '10');
+    } finally {
+      for (let i = 0; i < 10; i++) {
+        if (!(await direct('handle_dialog', { tabId: Number(tab), accept: false }).then(() => true, () => false))) break;
+      }
+    }
+  });
+
   await t.test('a download is reported', async () => {
     let changes = [];
     const r = ok(await call('left_click', { target: at(await center(tab, '#download')) }), 'left_click download');
