@@ -6,12 +6,28 @@
 //! bounded in CPU time, the whole run in wall-clock time, memory, stack, tool calls and output
 //! size.
 
+use rquickjs::context::intrinsic as i;
 use rquickjs::promise::PromiseState;
 use rquickjs::{
     CatchResultExt, CaughtError, Context, Ctx, Function, Object, Persistent, Promise, Runtime,
     Value,
 };
-use serde_json::Value as Json;
+
+/// The intrinsics a script gets: the language and its everyday library (Date, RegExp, JSON,
+/// Map and Set, Promise, Proxy, WeakRef). No typed arrays (nor Atomics with them): tool calls
+/// carry JSON, and leaving them out makes the module 9.4 KB smaller gzipped; no `performance`
+/// (no clock beyond Date) and no DOMException.
+type Intrinsics = (
+    i::Date,
+    i::Eval,
+    i::RegExpCompiler,
+    i::RegExp,
+    i::Json,
+    i::MapSet,
+    i::Promise,
+    i::Proxy,
+    i::WeakRef,
+);
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
@@ -78,7 +94,8 @@ pub struct ToolCall {
     pub id: u32,
     pub namespace: String,
     pub method: String,
-    pub args: Json,
+    /// The arguments object as JSON text (the prelude's `JSON.stringify` of it).
+    pub args: String,
 }
 
 /// Where a run stands after a step.
@@ -86,8 +103,8 @@ pub struct ToolCall {
 pub enum Step {
     /// The script awaits these new calls (and possibly older ones not yet resumed).
     Calls(Vec<ToolCall>),
-    /// The script ended: its return value as JSON (`None` for undefined), or why it failed.
-    Done(Result<Option<Json>, String>),
+    /// The script ended: its return value as JSON text (`None` for undefined), or why it failed.
+    Done(Result<Option<String>, String>),
 }
 
 #[derive(Default)]
@@ -146,7 +163,6 @@ impl Sandbox {
     /// them), so a host can prepare the next run's isolate while it is idle; each isolate still
     /// serves one run only.
     pub fn prepare(limits: Limits, base_interfaces: &str) -> Result<Sandbox, String> {
-        let base = checked_interfaces(base_interfaces)?;
         // The Rust allocator records each block's size, so the memory limit counts every byte
         // (QuickJS's default allocator can't measure blocks on wasm32 and would not limit).
         let runtime = Runtime::new_with_alloc(rquickjs::allocator::RustAllocator)
@@ -185,7 +201,8 @@ impl Sandbox {
                 stopped.get().is_some()
             })));
         }
-        let context = Context::full(&runtime).map_err(|e| format!("sandbox: {e}"))?;
+        let context =
+            Context::custom::<Intrinsics>(&runtime).map_err(|e| format!("sandbox: {e}"))?;
         let host = Rc::new(RefCell::new(Host::default()));
         let (settle, encode, install, freeze_some) = context.with(|ctx| -> Result<_, String> {
             let prelude: Function = ctx
@@ -203,7 +220,7 @@ impl Sandbox {
             };
             let install = hook("install")?;
             install
-                .call::<_, ()>((base, false))
+                .call::<_, ()>((base_interfaces, false))
                 .catch(&ctx)
                 .map_err(|e| format!("sandbox prelude: {e}"))?;
             Ok((
@@ -260,7 +277,6 @@ impl Sandbox {
             return Err("internal: the sandbox is already open".into());
         };
         self.freeze_some = None;
-        let interfaces = checked_interfaces(interfaces)?;
         let start = clock::now_ms();
         self.limits.time_ms = time_ms;
         self.end_ms.set(start + time_ms);
@@ -374,7 +390,7 @@ impl Sandbox {
             .set(clock::now_ms() + self.limits.step_ms);
     }
 
-    fn finish(&mut self, outcome: Result<Option<Json>, String>) -> Step {
+    fn finish(&mut self, outcome: Result<Option<String>, String>) -> Step {
         self.done = true;
         self.main = None;
         Step::Done(outcome)
@@ -416,7 +432,7 @@ impl Sandbox {
         let encode = self.encode.clone();
         let settled = self
             .context
-            .with(|ctx| -> Option<Result<Option<Json>, String>> {
+            .with(|ctx| -> Option<Result<Option<String>, String>> {
                 let main = match main.restore(&ctx) {
                     Ok(m) => m,
                     Err(e) => return Some(Err(format!("internal: {e}"))),
@@ -469,13 +485,6 @@ impl Sandbox {
     }
 }
 
-/// Interfaces JSON text, checked to be an object before the prelude parses it.
-fn checked_interfaces(text: &str) -> Result<&str, String> {
-    serde_json::from_str::<serde_json::Map<String, Json>>(text)
-        .map_err(|e| format!("sandbox: the interfaces are not a JSON object: {e}"))?;
-    Ok(text)
-}
-
 /// `hostCall(ns, method, argsJson)` → call id, or -1 once the call limit is reached.
 fn host_call<'js>(
     ctx: &Ctx<'js>,
@@ -492,7 +501,6 @@ fn host_call<'js>(
             let id = h.calls_made;
             h.calls_made += 1;
             h.outstanding += 1;
-            let args = serde_json::from_str(&args).unwrap_or(Json::Null);
             h.new_calls.push(ToolCall {
                 id,
                 namespace,
@@ -534,7 +542,7 @@ fn encode_value<'js>(
     encode: Option<Persistent<Function<'static>>>,
     value: Value<'js>,
     max_chars: usize,
-) -> Result<Option<Json>, String> {
+) -> Result<Option<String>, String> {
     let encode = encode
         .ok_or("internal: the sandbox is closed")?
         .restore(ctx)
@@ -556,9 +564,7 @@ fn encode_value<'js>(
             "The return value is {len} characters of JSON; the limit is {max_chars}. Return less (e.g. a summary or a slice)."
         ));
     }
-    serde_json::from_str(&text)
-        .map(Some)
-        .map_err(|e| format!("internal: the return value's JSON: {e}"))
+    Ok(Some(text))
 }
 
 /// An exception as one line: `Name: message (line N)`.
@@ -602,20 +608,56 @@ fn script_line(stack: &str) -> Option<u32> {
 }
 
 impl Step {
-    /// The step as JSON for the extension: `{"calls": [{id, namespace, method, args}]}`, or
-    /// `{"done": {"value": …}}` (no `value` for undefined) / `{"done": {"error": "…"}}`.
-    pub fn to_json(&self) -> Json {
+    /// The step as JSON text for the extension: `{"calls": [{id, namespace, method, args}]}`, or
+    /// `{"done": {"value": …}}` (no `value` for undefined) / `{"done": {"error": "…"}}`. The
+    /// arguments and the value are JSON already (the engine's `JSON.stringify`), so they are
+    /// placed as they are.
+    pub fn to_json(&self) -> String {
         match self {
             Step::Calls(calls) => {
-                serde_json::json!({"calls": calls.iter().map(|c| serde_json::json!({
-                "id": c.id, "namespace": c.namespace, "method": c.method, "args": c.args
-            })).collect::<Vec<_>>()})
+                let calls: Vec<String> = calls
+                    .iter()
+                    .map(|c| {
+                        format!(
+                            r#"{{"id":{},"namespace":{},"method":{},"args":{}}}"#,
+                            c.id,
+                            json_string(&c.namespace),
+                            json_string(&c.method),
+                            c.args
+                        )
+                    })
+                    .collect();
+                format!(r#"{{"calls":[{}]}}"#, calls.join(","))
             }
-            Step::Done(Ok(Some(v))) => serde_json::json!({"done": {"value": v}}),
-            Step::Done(Ok(None)) => serde_json::json!({"done": {}}),
-            Step::Done(Err(e)) => serde_json::json!({"done": {"error": e}}),
+            Step::Done(Ok(Some(v))) => format!(r#"{{"done":{{"value":{v}}}}}"#),
+            Step::Done(Ok(None)) => r#"{"done":{}}"#.into(),
+            Step::Done(Err(e)) => format!(r#"{{"done":{{"error":{}}}}}"#, json_string(e)),
         }
     }
+}
+
+/// `text` as a JSON string literal. By hand rather than with serde_json, which the sandbox
+/// otherwise does not need: leaving it out makes the module smaller (see `Intrinsics`' note for
+/// how sizes are measured).
+pub fn json_string(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            // Other controls, and the line separators JavaScript once refused in strings.
+            c if (c as u32) < 0x20 || c == '\u{2028}' || c == '\u{2029}' => {
+                out.push_str(&format!("\\u{:04x}", c as u32));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
 
 #[cfg(target_arch = "wasm32")]

@@ -34,19 +34,20 @@ impl Isolate {
     }
 
     pub fn start(&mut self, script: &str) -> String {
-        self.0.start(script).to_json().to_string()
+        self.0.start(script).to_json()
     }
 
     /// Settles call `id`: `ok` with JSON text (empty for undefined), or rejects with `text`.
     pub fn resume(&mut self, id: u32, ok: bool, text: String) -> String {
         let result = if ok { Ok(text) } else { Err(text) };
-        self.0.resume(vec![(id, result)]).to_json().to_string()
+        self.0.resume(vec![(id, result)]).to_json()
     }
 
     /// `{"lines": [...], "dropped": n}`.
     pub fn console(&self) -> String {
         let (lines, dropped) = self.0.console();
-        serde_json::json!({"lines": lines, "dropped": dropped}).to_string()
+        let lines: Vec<String> = lines.iter().map(|l| crate::json_string(l)).collect();
+        format!(r#"{{"lines":[{}],"dropped":{dropped}}}"#, lines.join(","))
     }
 
     #[wasm_bindgen(js_name = remainingMs)]

@@ -163,6 +163,9 @@
   function install(interfacesJson, last) {
     if (sealed) throw new ErrorCtor("internal: the namespaces are installed already");
     const more = parse(interfacesJson);
+    if (more === null || typeof more !== "object" || isArray(more)) {
+      throw new TypeErrorCtor("sandbox: the interfaces are not a JSON object");
+    }
     for (const ns of keys(more)) {
       const iface = more[ns];
       // One prototype-less object per namespace, frozen with its methods.

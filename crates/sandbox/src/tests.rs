@@ -3,6 +3,21 @@
 use super::*;
 use serde_json::json;
 
+type Json = serde_json::Value;
+
+/// An outcome with its JSON text parsed, to compare with `json!`.
+fn parsed(outcome: Result<Option<String>, String>) -> Result<Option<Json>, String> {
+    outcome.map(|v| v.map(|text| serde_json::from_str(&text).unwrap()))
+}
+
+/// A finished step's outcome, parsed.
+fn done(step: Step) -> Result<Option<Json>, String> {
+    match step {
+        Step::Done(outcome) => parsed(outcome),
+        other => panic!("not done: {other:?}"),
+    }
+}
+
 fn interfaces() -> String {
     json!({
         "browser": {"name": "browser", "version": "1", "methods": [{"name": "navigate", "description": "", "inputSchema": {"type": "object"}}]},
@@ -24,21 +39,22 @@ fn run_with(script: &str, limits: Limits) -> (Result<Option<Json>, String>, Vec<
     let mut step = sandbox.start(script);
     loop {
         match step {
-            Step::Done(outcome) => return (outcome, trace),
+            Step::Done(outcome) => return (parsed(outcome), trace),
             Step::Calls(calls) => {
                 let mut results = Vec::new();
                 for c in calls {
                     trace.push(c.clone());
+                    let args: Json = serde_json::from_str(&c.args).unwrap();
                     let r = match (c.namespace.as_str(), c.method.as_str()) {
                         ("todo", "list") => Ok(json!(items).to_string()),
                         ("todo", "add") => {
-                            items.push(c.args["text"].as_str().unwrap_or("").to_string());
+                            items.push(args["text"].as_str().unwrap_or("").to_string());
                             Ok(json!({"count": items.len()}).to_string())
                         }
                         ("todo", "hang") => continue,
                         _ => Err(format!(
                             "Tab {} is not in the automation tab group.",
-                            c.args["tabId"]
+                            args["tabId"]
                         )),
                     };
                     results.push((c.id, r));
@@ -81,14 +97,14 @@ fn workflow_reads_decides_and_acts() {
         Some(json!({"before": ["milk"], "after": ["milk", "eggs", "bread"]}))
     );
     assert_eq!(trace.len(), 4);
-    assert_eq!(trace[1].args, json!({"text": "eggs"}));
+    assert_eq!(trace[1].args, r#"{"text":"eggs"}"#);
 }
 
 #[test]
 fn console_is_captured() {
     let mut s = Sandbox::new(&interfaces(), Limits::default()).unwrap();
     let step = s.start("console.log('a', 1, [2]); console.warn('careful'); return 5;");
-    assert_eq!(step, Step::Done(Ok(Some(json!(5)))));
+    assert_eq!(done(step), Ok(Some(json!(5))));
     assert_eq!(s.console().0, vec!["a 1 [2]", "warn: careful"]);
 }
 
@@ -302,7 +318,7 @@ fn concurrent_calls_resolve_in_any_order() {
     let step = s.resume(vec![(calls[1].id, Ok("2".into()))]);
     assert_eq!(step, Step::Calls(vec![]));
     let step = s.resume(vec![(calls[0].id, Ok("[1]".into()))]);
-    assert_eq!(step, Step::Done(Ok(Some(json!([[1], 2])))));
+    assert_eq!(done(step), Ok(Some(json!([[1], 2]))));
 }
 
 /// Prepares as the worker does: the base namespaces first, in small steps, then the page's.
@@ -345,8 +361,8 @@ fn an_isolate_prepared_in_steps_is_as_closed_as_a_new_one() {
     }
     let mut s = prepared(Limits::default());
     assert_eq!(
-        s.start("return [Object.keys(globalThis), Object.keys(__interfaces)]"),
-        Step::Done(Ok(Some(json!([
+        done(s.start("return [Object.keys(globalThis), Object.keys(__interfaces)]")),
+        Ok(Some(json!([
             [
                 "browser",
                 "todo",
@@ -355,14 +371,14 @@ fn an_isolate_prepared_in_steps_is_as_closed_as_a_new_one() {
                 "console"
             ],
             ["browser", "todo"]
-        ]))))
+        ])))
     );
     // Unprepared: open does all of it.
     let mut s = Sandbox::prepare(Limits::default(), "{}").unwrap();
     s.open(&interfaces(), 1000.0).unwrap();
     assert_eq!(
-        s.start("return typeof todo.add"),
-        Step::Done(Ok(Some(json!("function"))))
+        done(s.start("return typeof todo.add")),
+        Ok(Some(json!("function")))
     );
 }
 
@@ -383,13 +399,62 @@ fn a_second_run_sees_nothing_of_the_first() {
     );
     // The first run did change what is not frozen (so the check below means something).
     assert_eq!(
-        changed,
-        Step::Done(Ok(Some(json!([["Map iterator", "Set iterator"], 1]))))
+        done(changed),
+        Ok(Some(json!([["Map iterator", "Set iterator"], 1])))
     );
     let mut second = prepared(Limits::default());
     assert_eq!(
-        second.start("return [typeof leak, ({}).leak, Object.getPrototypeOf(new Map().entries()).leak, Object.getPrototypeOf(new Set().values()).leak]"),
-        Step::Done(Ok(Some(json!(["undefined", null, null, null]))))
+        done(second.start("return [typeof leak, ({}).leak, Object.getPrototypeOf(new Map().entries()).leak, Object.getPrototypeOf(new Set().values()).leak]")),
+        Ok(Some(json!(["undefined", null, null, null])))
     );
     assert!(second.console().0.is_empty());
+}
+
+#[test]
+fn steps_are_json_whatever_the_strings_hold() {
+    let tricky =
+        "quote \" backslash \\ newline \n tab \t nul \u{0} bell \u{7} sep \u{2028}\u{2029} é 🦀";
+    let step = Step::Calls(vec![ToolCall {
+        id: 3,
+        namespace: tricky.into(),
+        method: "m\"".into(),
+        args: r#"{"text":"x"}"#.into(),
+    }]);
+    let back: Json = serde_json::from_str(&step.to_json()).unwrap();
+    assert_eq!(
+        back,
+        json!({"calls": [{"id": 3, "namespace": tricky, "method": "m\"", "args": {"text": "x"}}]})
+    );
+    let back: Json = serde_json::from_str(&Step::Done(Err(tricky.into())).to_json()).unwrap();
+    assert_eq!(back, json!({"done": {"error": tricky}}));
+    let back: Json = serde_json::from_str(&Step::Done(Ok(None)).to_json()).unwrap();
+    assert_eq!(back, json!({"done": {}}));
+    // A value straight from the engine's JSON.stringify, strings and all.
+    let mut s = Sandbox::new(&interfaces(), Limits::default()).unwrap();
+    let text = s
+        .start(r#"return {s: "a\u2028b\"c\\d\u0001", n: [1.5, -0, 1e21], u: undefined}"#)
+        .to_json();
+    let back: Json = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        back,
+        json!({"done": {"value": {"s": "a\u{2028}b\"c\\d\u{1}", "n": [1.5, 0, 1e21]}}})
+    );
+}
+
+#[test]
+fn the_everyday_library_is_there_and_typed_arrays_are_not() {
+    assert_eq!(
+        run("return [typeof Date.now(), typeof /a/.test, typeof new Map(), typeof new Set(), typeof Promise.all, typeof Proxy, typeof WeakRef, typeof JSON.parse, typeof BigInt(1), typeof Uint8Array, typeof ArrayBuffer, typeof Atomics]"),
+        Ok(Some(json!(["number", "function", "object", "object", "function", "function", "function", "function", "bigint", "undefined", "undefined", "undefined"])))
+    );
+}
+
+#[test]
+fn interfaces_that_are_not_an_object_are_refused() {
+    for bad in ["[]", "null", "\"x\"", "1"] {
+        let err = Sandbox::new(bad, Limits::default())
+            .err()
+            .unwrap_or_default();
+        assert!(err.contains("not a JSON object"), "{bad}: {err}");
+    }
 }
