@@ -59,6 +59,7 @@ setup_rust() {
     say "installing axe-core $AXE_VERSION (accessibility checks in the tests)"
     npm install --prefix "$TOOLS" --no-save --no-audit --no-fund "binaryen@$BINARYEN_VERSION" "axe-core@$AXE_VERSION" >/dev/null
   fi
+  setup_ts_client
   setup_wasm_cc
 }
 
@@ -75,6 +76,17 @@ setup_wasm_cc() {
   fi
 }
 
+# The TypeScript driver's dependencies (the SDK it is tested with, TypeScript), from its lock
+# file; skipped while node_modules holds what that lock file names.
+setup_ts_client() {
+  local dir="$ROOT/clients/typescript"
+  cmp -s "$dir/package-lock.json" "$dir/node_modules/.installed-lock.json" 2>/dev/null && return 0
+  have npm || { say "installing npm"; as_root apt-get update -qq; as_root apt-get install -y -qq npm; }
+  say "installing the TypeScript driver's dependencies (npm ci in clients/typescript)"
+  (cd "$dir" && npm ci --no-audit --no-fund >/dev/null)
+  cp "$dir/package-lock.json" "$dir/node_modules/.installed-lock.json"
+}
+
 # Playwright MCP, the peer of ./build.sh bench, in a folder of its own (an npm install into
 # $TOOLS would remove the packages it does not name). It runs the system Chromium: no download.
 setup_playwright_mcp() {
@@ -85,17 +97,6 @@ setup_playwright_mcp() {
   mkdir -p "$dir"
   PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm install --prefix "$dir" --no-save --no-audit --no-fund \
     "@playwright/mcp@$PLAYWRIGHT_MCP_VERSION" >/dev/null
-}
-
-# The TypeScript driver's dependencies (the SDK it is tested with, TypeScript), from its lock
-# file; skipped while node_modules holds what that lock file names.
-setup_ts_client() {
-  local dir="$ROOT/clients/typescript"
-  cmp -s "$dir/package-lock.json" "$dir/node_modules/.installed-lock.json" 2>/dev/null && return 0
-  have npm || { say "installing npm"; as_root apt-get update -qq; as_root apt-get install -y -qq npm; }
-  say "installing the TypeScript driver's dependencies (npm ci in clients/typescript)"
-  (cd "$dir" && npm ci --no-audit --no-fund >/dev/null)
-  cp "$dir/package-lock.json" "$dir/node_modules/.installed-lock.json"
 }
 
 setup_chromium() {
@@ -271,14 +272,14 @@ fuzz() {
 
 cmd="${1:-help}"
 case "$cmd" in
-  setup) setup_rust; setup_chromium; setup_xvfb; setup_ts_client ;;
+  setup) setup_rust; setup_chromium; setup_xvfb ;;
   build) setup_rust; apply_brand; build_worker; build_server ;;
   brand) apply_brand ;;
   package) setup_rust; setup_chromium; package ;;
   lint) setup_rust; lint ;;
   fuzz) setup_rust; fuzz ;;
   test)
-    setup_rust; setup_chromium; setup_xvfb; setup_ts_client; setup_nextest || true
+    setup_rust; setup_chromium; setup_xvfb; setup_nextest || true
     build_worker; build_server
     lint
     # The store zip, which tests/tests/package.rs unpacks and drives in Chromium.
