@@ -4,7 +4,7 @@
 #   ./build.sh build     the wasm worker into extension/pkg, and the server
 #   ./build.sh run       build, start the server, open Chromium with the extension connected
 #   ./build.sh test      setup, build, lint, and every test (browser tests included)
-#   ./build.sh lint      cargo fmt --check and clippy (native and wasm32)
+#   ./build.sh lint      cargo fmt --check, clippy (native and wasm32), no import circles
 #   ./build.sh bench     every speed goal beside its baseline, into docs/BENCHMARKS.md (`bench all`: the older bench_* too)
 #   ./build.sh soak      commands under faults over every transport (SOAK_COMMANDS=10000 each)
 #   ./build.sh brand     apply brand.json (name, icons, version) to manifest.json
@@ -253,6 +253,8 @@ lint() {
   cargo clippy --workspace --all-targets -- -D warnings
   say "clippy (wasm32)"
   cargo clippy -p browser-operator-worker -p browser-operator-sandbox --target wasm32-unknown-unknown -- -D warnings
+  say "import circles (worker, server)"
+  python3 scripts/import_cycles.py crates/worker/src crates/server/src
 }
 
 # The fuzz targets are ordinary tests (a quick pass in `test`); here each runs FUZZ_SECONDS.

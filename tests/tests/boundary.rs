@@ -180,6 +180,13 @@ async fn no_group_tab_outside_the_web_is_attached_read_or_acted_on() -> Result<(
     // The extension's Options page, reached without a command (a person typing it).
     let worker = browser.worker().await?;
     person_opens(&worker, tab, &options).await?;
+    // Detached when the navigation commits, before any command (boundary_guard::on_event).
+    until(
+        "the debugger detached from the Options page",
+        WAIT,
+        || async { Ok(!attached(&worker, tab).await?) },
+    )
+    .await?;
     for (tool, args) in tab_tools(tab) {
         let e = backend.error(tool, args.clone()).await?;
         assert!(

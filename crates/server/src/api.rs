@@ -4,7 +4,7 @@
 
 use crate::guard::bearer_matches;
 use crate::relay::CommandError;
-use crate::AppState;
+use crate::state::AppState;
 use axum::body::Bytes;
 use axum::extract::{ConnectInfo, State};
 use axum::http::{header, HeaderMap, StatusCode};
@@ -181,7 +181,7 @@ async fn run(
             | CommandError::NoRandomness(_) => None,
         };
         if let Some(why) = why {
-            crate::log(format_args!("command {} refused: {why}", request.tool));
+            crate::log::line(format_args!("command {} refused: {why}", request.tool));
         }
     }
     Ok(result?)

@@ -2,10 +2,11 @@
 //! subcommands, each a thin layer over the library.
 
 use crate::call::{self, Call};
+use crate::config::{ServerConfig, DEFAULT_PORT};
 use crate::main_token::{self, Token, TokenSource};
 use crate::mcp::{Backend, BrowserTools, Forward};
+use crate::server::RunningServer;
 use crate::target_tokens::TokenStore;
-use crate::{RunningServer, ServerConfig, DEFAULT_PORT};
 use clap::{Args, Parser, Subcommand};
 use protocol::Outcome;
 use std::future::Future;
@@ -244,7 +245,7 @@ impl Setup {
     /// Logs where the token was written, when it was created just now.
     fn note_created_token(&self) {
         if let TokenSource::Created(path) = &self.token.source {
-            crate::log(format_args!("created a new token in {}", path.display()));
+            crate::log::line(format_args!("created a new token in {}", path.display()));
         }
     }
 }
@@ -252,7 +253,7 @@ impl Setup {
 /// Warns on stderr when the server listens on `addr` off loopback.
 fn warn_if_exposed(addr: SocketAddr) {
     if !addr.ip().is_loopback() {
-        crate::log(format_args!(
+        crate::log::line(format_args!(
             "warning: listening on {addr}, which is not a loopback address: anyone who can reach it and has the token can drive this browser"
         ));
     }
@@ -290,7 +291,7 @@ fn serve(args: ServeArgs) -> ExitCode {
         setup.note_created_token();
         warn_if_exposed(addr);
         wait_for_stop_signal().await;
-        crate::log(format_args!("shutting down"));
+        crate::log::line(format_args!("shutting down"));
         server.shutdown().await;
         ExitCode::SUCCESS
     })
@@ -318,7 +319,7 @@ fn mcp(args: ServeArgs) -> ExitCode {
         let addr = setup.config.addr;
         let (server, backend) = match setup.listen().await {
             Ok(server) => {
-                crate::log(format_args!(
+                crate::log::line(format_args!(
                     "MCP on stdio; the extension connects to ws://{}/ws (HTTP MCP at http://{}/mcp)",
                     server.addr(),
                     server.addr()
@@ -335,10 +336,10 @@ fn mcp(args: ServeArgs) -> ExitCode {
                         .await;
                 match probe {
                     Ok(Ok(_)) => {
-                        crate::log(format_args!(
+                        crate::log::line(format_args!(
                             "MCP on stdio; a Browser Operator server already listens on {addr}: forwarding calls to it"
                         ));
-                        let forward = Forward::new(setup.config.clone());
+                        let forward = Forward::new(setup.config.clone(), RunningServer::start_own);
                         (None, Backend::Forward(std::sync::Arc::new(forward)))
                     }
                     Ok(Err(e)) => {

@@ -8,9 +8,11 @@
 //! `/browser/{target}/events` in the extension's config). A per-target token (issued, or from
 //! the /pair page) connects only as its own target; on the default paths it becomes that target.
 
-use crate::guard::{constant_time_eq, parse_bearer};
+use crate::guard::parse_bearer;
+use crate::http_state::Mailbox;
 use crate::relay::{ConnectionId, Delivery, Identity, Registration, DEFAULT_TARGET};
-use crate::AppState;
+use crate::secret::constant_time_eq;
+use crate::state::AppState;
 use axum::body::{Body, Bytes};
 use axum::extract::{ConnectInfo, Path, Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
@@ -20,7 +22,6 @@ use futures_util::stream;
 use protocol::{Command, CommandResult, ServerFrame};
 use serde::Deserialize;
 use serde_json::json;
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -36,38 +37,6 @@ pub const MAX_POLL_WAIT: Duration = Duration::from_secs(60);
 pub const POLL_LEASE: Duration = Duration::from_secs(10);
 /// Largest result body accepted (screenshots are big).
 pub const MAX_RESULT_SIZE: usize = 32 << 20;
-
-/// What the HTTP transports share: the polling browsers' mailboxes, and which targets are held
-/// by an HTTP connection (a new stream or poll from the same target replaces it).
-#[derive(Default)]
-pub(crate) struct HttpState {
-    inner: Mutex<HttpInner>,
-}
-
-#[derive(Default)]
-struct HttpInner {
-    /// target → connection id of the SSE stream or poll mailbox holding it.
-    holders: HashMap<String, ConnectionId>,
-    mailboxes: HashMap<String, Arc<Mailbox>>,
-}
-
-/// A polling browser: its registration and the commands waiting for its next poll.
-struct Mailbox {
-    connection: ConnectionId,
-    commands: tokio::sync::Mutex<mpsc::UnboundedReceiver<ServerFrame>>,
-    _registration: Registration,
-    last_poll: Mutex<Instant>,
-    polling: Mutex<usize>,
-    /// A newer poll arrived: the one holding the mailbox answers now (its browser may be gone,
-    /// e.g. a stopped service worker whose request the server still holds).
-    superseded: tokio::sync::Notify,
-}
-
-impl HttpState {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HttpInner> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct StreamQuery {
@@ -228,7 +197,7 @@ fn register(
                 .lock()
                 .holders
                 .insert(target.to_string(), connection);
-            crate::log(format_args!(
+            crate::log::line(format_args!(
                 "browser connected over HTTP: target '{target}' (connection {connection})"
             ));
             Ok((reg, rx))
@@ -269,7 +238,7 @@ fn sse(app: AppState, target: String, link: Link) -> Response {
     impl Drop for Stream {
         fn drop(&mut self) {
             release(&self.app, &self.target, self.connection);
-            crate::log(format_args!(
+            crate::log::line(format_args!(
                 "browser disconnected: target '{}' (connection {}, stream ended)",
                 self.target, self.connection
             ));
@@ -388,7 +357,7 @@ async fn poll(app: AppState, target: String, wait: Duration, link: Link) -> Resp
     if ended {
         forget_mailbox(&app, &target, mailbox.connection);
         if app.relay.take_kicked(mailbox.connection) {
-            crate::log(format_args!(
+            crate::log::line(format_args!(
                 "told polling browser '{target}' to stop (401)"
             ));
             return unauthorized();
@@ -440,7 +409,7 @@ fn expire_later(app: AppState, target: String, mailbox: &Arc<Mailbox>) {
         if idle && !polling {
             forget_mailbox(&app, &target, mailbox.connection);
             app.relay.take_kicked(mailbox.connection);
-            crate::log(format_args!(
+            crate::log::line(format_args!(
                 "polling browser gone: target '{target}' (connection {})",
                 mailbox.connection
             ));
@@ -510,13 +479,13 @@ async fn post_result(
             match app.relay.deliver(result, &sender) {
                 Delivery::Accepted => StatusCode::NO_CONTENT.into_response(),
                 Delivery::Unknown => {
-                    crate::log(format_args!(
+                    crate::log::line(format_args!(
                         "ignored a posted result for unknown or answered command {id}"
                     ));
                     StatusCode::NO_CONTENT.into_response()
                 }
                 Delivery::NotYours { owner } => {
-                    crate::log(format_args!(
+                    crate::log::line(format_args!(
                         "refused a posted result for command {id} from {sender}: it was sent to {owner}"
                     ));
                     error(

@@ -46,14 +46,14 @@ pub async fn serve(
             Ok(a) => a,
             Err(e) => {
                 // Out of file descriptors and the like: wait a moment instead of spinning.
-                crate::log(format_args!("accepting a connection failed: {e}"));
+                crate::log::line(format_args!("accepting a connection failed: {e}"));
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 continue;
             }
         };
         if connections.len() >= limits.max_connections {
             if !refused_logged {
-                crate::log(format_args!(
+                crate::log::line(format_args!(
                     "{} connections are open (the limit): closing new ones until some end",
                     limits.max_connections
                 ));

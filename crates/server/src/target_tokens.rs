@@ -6,7 +6,7 @@
 //! in another process is refused from then on; closing its live connection is
 //! [`crate::relay::Relay::disconnect`]'s job.
 
-use crate::guard::constant_time_eq;
+use crate::secret::constant_time_eq;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::fs;

@@ -2,9 +2,9 @@
 //! per-target token), one registered connection per target, commands out and results in, and
 //! closing on shutdown or when the server disconnects it (close 4001 with the reason).
 
-use crate::guard::constant_time_eq;
 use crate::relay::{ConnectionId, Delivery, Identity, RegisterError, DEFAULT_TARGET};
-use crate::AppState;
+use crate::secret::constant_time_eq;
+use crate::state::AppState;
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
 use axum::extract::{ConnectInfo, State};
 use axum::response::Response;
@@ -72,7 +72,7 @@ async fn session(app: AppState, peer: SocketAddr, mut socket: WebSocket) {
             return;
         }
         Auth::BadTarget(why) => {
-            crate::log(format_args!(
+            crate::log::line(format_args!(
                 "refused connection {connection} from {peer}: {why}"
             ));
             send_frame(&mut socket, &ServerFrame::Error { message: why }).await;
@@ -92,7 +92,7 @@ async fn session(app: AppState, peer: SocketAddr, mut socket: WebSocket) {
     let mut registration = match registration {
         Ok(r) => r,
         Err(e) => {
-            crate::log(format_args!(
+            crate::log::line(format_args!(
                 "refused connection {connection} from {peer} for target '{target}': {}",
                 match e {
                     RegisterError::TargetTaken(_) => "target already connected",
@@ -112,7 +112,7 @@ async fn session(app: AppState, peer: SocketAddr, mut socket: WebSocket) {
     if !send_frame(&mut socket, &ServerFrame::AuthOk).await {
         return;
     }
-    crate::log(format_args!(
+    crate::log::line(format_args!(
         "browser connected: target '{target}' from {peer} (connection {connection})"
     ));
 
@@ -149,7 +149,7 @@ async fn session(app: AppState, peer: SocketAddr, mut socket: WebSocket) {
                     // A frame past the size limit, or one that breaks the WebSocket rules:
                     // say why in the close frame (1009 "message too big" covers the limit;
                     // the reason carries the library's words).
-                    crate::log(format_args!("closing connection {connection} of '{target}': {e}"));
+                    crate::log::line(format_args!("closing connection {connection} of '{target}': {e}"));
                     close(&mut socket, CLOSE_TOO_BIG, &format!("refused: {e} (limit {} MB)", MAX_MESSAGE_SIZE >> 20)).await;
                     break "refused a frame";
                 }
@@ -175,7 +175,7 @@ async fn session(app: AppState, peer: SocketAddr, mut socket: WebSocket) {
         }
     };
     drop(registration);
-    crate::log(format_args!(
+    crate::log::line(format_args!(
         "browser disconnected: target '{target}' (connection {connection}, {reason})"
     ));
 }
@@ -262,14 +262,14 @@ fn handle_frame(
             match app.relay.deliver(result, me) {
                 Delivery::Accepted => None,
                 Delivery::Unknown => {
-                    crate::log(format_args!(
+                    crate::log::line(format_args!(
                         "ignored a result for unknown or expired command {} (connection {connection})",
                         shown(&id)
                     ));
                     None
                 }
                 Delivery::NotYours { owner } => {
-                    crate::log(format_args!(
+                    crate::log::line(format_args!(
                         "refused a result for command {} from {me} (connection {connection}): it was sent to {owner}",
                         shown(&id)
                     ));

@@ -3,15 +3,17 @@
 //! in, read or acted on, however it got there. Checked from chrome.tabs before every tool that
 //! takes a tab (dispatch) and before every debugger attach; while attached, the main frame's
 //! navigations (CDP events) keep what is known current, so every CDP call checks it without a
-//! round trip (the page can change between the check and the act). A tab found on such a page
-//! is detached.
+//! round trip (the page can change between the check and the act).
+//!
+//! This is the page state, below `cdp` (which checks it before attaching and before every call)
+//! and calling nothing of it. What acts on a refused page (detaching the debugger after a
+//! command, or when a navigation commits) is `boundary_guard`'s, above `cdp`.
 
 use crate::chrome::tabs::{self, Tab};
 use protocol::url_policy::{self, Refusal};
 use serde_json::Value;
 use std::cell::RefCell;
 use std::collections::HashMap;
-use wasm_bindgen_futures::spawn_local;
 
 #[derive(Default)]
 struct Known {
@@ -75,17 +77,15 @@ pub fn check_known(tab_id: i32) -> Result<(), String> {
     })
 }
 
-/// Whether what is known of a group tab's page is current without asking Chrome: the tab is
-/// recorded (the debugger attached with the Page domain on, so every navigation of its main
-/// frame, whoever started it, arrives as a CDP event ahead of anything the new page answers,
-/// see `on_event`), its main frame is known, no refused page is known for it, and the tab as
-/// last reported (`group::reported`) shows none. Otherwise the tab is looked up again.
-pub fn current(tab: &Tab) -> bool {
+/// Whether what is known here of a tab's page is current without asking Chrome, as far as this
+/// state can tell: its main frame is known, no refused page is known for it, and the tab as
+/// last reported shows none. Whether the tab is recorded (so that its navigations arrive) is
+/// `boundary_guard::current`'s question, which asks this one too.
+pub fn known_clear(tab: &Tab) -> bool {
     let Some(id) = tab.id else {
         return false;
     };
-    crate::cdp::record::recording(id)
-        && with(|k| k.main_frame.contains_key(&id) && !k.refused.contains_key(&id))
+    with(|k| k.main_frame.contains_key(&id) && !k.refused.contains_key(&id))
         && refusal(tab).is_none()
 }
 
@@ -95,38 +95,24 @@ pub fn main_frame_is(tab_id: i32, frame: &str) {
     with(|k| k.main_frame.insert(tab_id, frame.to_string()));
 }
 
-/// After a command on the tab: when it left the tab on a refused page, the debugger is
-/// detached and the answer says so. A tab whose page is known current (`current`) is not
-/// looked up again: a navigation to a refused page is marked from its CDP events.
-pub async fn after_command(tab_id: i32) -> Option<String> {
-    if crate::group::reported(i64::from(tab_id)).is_some_and(|t| current(&t)) {
-        return None;
-    }
-    let tab = tabs::get(tab_id).await.ok()?;
-    let e = check(&tab).err()?;
-    leave(tab_id).await;
-    Some(format!("{e} The debugger was detached from it."))
-}
-
-/// Detaches the debugger from a tab that shows a refused page.
-async fn leave(tab_id: i32) {
-    if crate::cdp::is_attached(tab_id) {
-        crate::cdp::idle::detach(tab_id).await;
-    }
+/// The debugger left the tab (`boundary_guard` detached it from a refused page): its main frame
+/// is learnt again when it is recorded again.
+pub fn left(tab_id: i32) {
     with(|k| k.main_frame.remove(&tab_id));
 }
 
 /// CDP events of an attached tab: a main-frame navigation to a refused page marks the tab at
-/// once (from when Chrome says where it starts navigating), and detaches it when it commits.
-pub fn on_event(tab: i32, session: Option<&str>, method: &str, p: &Value) {
+/// once (from when Chrome says where it starts navigating). True when such a navigation
+/// committed: the tab is to be detached (`boundary_guard::on_event` does it).
+pub fn on_event(tab: i32, session: Option<&str>, method: &str, p: &Value) -> bool {
     if session.is_some() {
-        return;
+        return false;
     }
     let url = match method {
         "Page.frameNavigated" => {
             let frame = p.get("frame");
             if frame.and_then(|f| f.get("parentId")).is_some() {
-                return;
+                return false;
             }
             if let Some(id) = frame.and_then(|f| f.get("id")).and_then(Value::as_str) {
                 with(|k| k.main_frame.insert(tab, id.to_string()));
@@ -137,14 +123,14 @@ pub fn on_event(tab: i32, session: Option<&str>, method: &str, p: &Value) {
             let frame = p.get("frameId").and_then(Value::as_str);
             let main = with(|k| k.main_frame.get(&tab).cloned());
             if frame.is_none() || frame != main.as_deref() {
-                return;
+                return false;
             }
             p.get("url").and_then(Value::as_str)
         }
-        _ => return,
+        _ => return false,
     };
     let Some(url) = url.filter(|u| !u.is_empty()) else {
-        return;
+        return false;
     };
     match url_policy::check_page(url) {
         Ok(()) => {
@@ -153,14 +139,13 @@ pub fn on_event(tab: i32, session: Option<&str>, method: &str, p: &Value) {
             if method == "Page.frameNavigated" {
                 with(|k| k.refused.remove(&tab));
             }
+            false
         }
         Err(rule) => {
             with(|k| k.refused.insert(tab, (rule, url.to_string())));
             // Detached once it commits: a navigation that Chrome blocks leaves the page where
             // it was (and the next command's check clears the mark).
-            if method == "Page.frameNavigated" {
-                spawn_local(leave(tab));
-            }
+            method == "Page.frameNavigated"
         }
     }
 }

@@ -25,7 +25,7 @@ thread_local! {
 
 /// A group tab as Chrome last reported it, without asking Chrome again. Its group and address
 /// are as current as the tab events the worker has handled; whether that is current enough to
-/// act on is the boundary's call (`boundary::current`).
+/// act on is the boundary's call (`boundary_guard::current`).
 pub fn reported(tab_id: i64) -> Option<Tab> {
     let id = i32::try_from(tab_id).ok()?;
     let group = KNOWN.with(Cell::get)?;

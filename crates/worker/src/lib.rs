@@ -2,6 +2,7 @@
 //! chrome.* listener synchronously and hands the events to the functions exported here.
 
 mod boundary;
+mod boundary_guard;
 mod brand;
 mod btcp;
 mod cdp;
@@ -75,7 +76,7 @@ pub fn on_debugger_event(source: JsValue, method: String, params: JsValue) {
         .ok()
         .and_then(|v| v.as_string());
     let params = js::json_of(&params).unwrap_or(serde_json::Value::Null);
-    boundary::on_event(tab as i32, session.as_deref(), &method, &params);
+    boundary_guard::on_event(tab as i32, session.as_deref(), &method, &params);
     cdp::record::on_event(tab as i32, session.as_deref(), &method, &params);
 }
 

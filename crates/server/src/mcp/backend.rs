@@ -4,10 +4,13 @@
 //! itself.
 
 use crate::call::{self, Call, CallError};
+use crate::config::ServerConfig;
 use crate::relay::Relay;
-use crate::{RunningServer, ServerConfig};
 use protocol::CommandResult;
 use serde_json::{Map, Value};
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,27 +27,38 @@ pub enum Backend {
 pub struct Forward {
     url: String,
     config: ServerConfig,
-    own: tokio::sync::Mutex<Option<RunningServer>>,
+    start: StartServer,
+    own: tokio::sync::Mutex<Option<OwnServer>>,
+}
+
+/// Starts a server in this process with a config, to take the port over:
+/// `RunningServer::start_own`, handed to [`Forward::new`] by the command line (the server, which
+/// serves this MCP face at `/mcp`, sits above it).
+pub type StartServer =
+    fn(ServerConfig) -> Pin<Box<dyn Future<Output = io::Result<OwnServer>> + Send>>;
+
+/// The server this process started after taking over: its relay, and its shutdown (it stops
+/// when that is awaited, or dropped).
+pub struct OwnServer {
+    pub relay: Arc<Relay>,
+    pub stop: Pin<Box<dyn Future<Output = ()> + Send>>,
 }
 
 impl Forward {
     /// Forwards to the server listening on `config.addr` with `config.token`; `config` is also
-    /// what this process serves with if it takes over.
-    pub fn new(config: ServerConfig) -> Self {
+    /// what this process serves with (started by `start`) if it takes over.
+    pub fn new(config: ServerConfig, start: StartServer) -> Self {
         Forward {
             url: format!("http://{}", config.addr),
             config,
+            start,
             own: tokio::sync::Mutex::new(None),
         }
     }
 
     /// The relay of the server this process started after taking over, if it did.
     async fn own_relay(&self) -> Option<Arc<Relay>> {
-        self.own
-            .lock()
-            .await
-            .as_ref()
-            .map(|s| Arc::clone(s.relay()))
+        self.own.lock().await.as_ref().map(|s| Arc::clone(&s.relay))
     }
 
     /// Starts serving on the port the other server left.
@@ -53,10 +67,10 @@ impl Forward {
         if own.is_some() {
             return Ok(());
         }
-        let server = RunningServer::start(self.config.clone())
+        let server = (self.start)(self.config.clone())
             .await
             .map_err(|e| format!("The Browser Operator server at {} stopped and its port cannot be taken over ({e}).", self.url))?;
-        crate::log(format_args!(
+        crate::log::line(format_args!(
             "the server at {} stopped: this MCP server now runs the relay there",
             self.url
         ));
@@ -67,7 +81,7 @@ impl Forward {
     /// Stops the server this process started after taking over, if any.
     pub async fn shutdown(&self) {
         if let Some(server) = self.own.lock().await.take() {
-            server.shutdown().await;
+            server.stop.await;
         }
     }
 

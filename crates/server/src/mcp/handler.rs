@@ -94,7 +94,7 @@ impl BrowserTools {
                 // Dropping `run` stops waiting and frees the pending slot; a result the
                 // browser sends later is ignored.
                 () = context.ct.cancelled() => {
-                    crate::log(format_args!("MCP call {name} cancelled by the client after {} ms", started.elapsed().as_millis()));
+                    crate::log::line(format_args!("MCP call {name} cancelled by the client after {} ms", started.elapsed().as_millis()));
                     return error_result("Cancelled by the client.");
                 }
                 _ = tick.tick(), if progress.is_some() => {

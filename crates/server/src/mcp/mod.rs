@@ -19,7 +19,7 @@ mod pages;
 mod select;
 mod transport;
 
-pub use backend::{Backend, Forward};
+pub use backend::{Backend, Forward, OwnServer, StartServer};
 pub use content::to_mcp;
 pub use handler::{tools, BrowserTools};
 pub use select::{LIST_BROWSERS, SELECT_BROWSER};

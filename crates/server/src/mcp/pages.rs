@@ -248,7 +248,7 @@ impl Shown {
         };
         if changed {
             if let Err(e) = peer.notify_tool_list_changed().await {
-                crate::log(format_args!(
+                crate::log::line(format_args!(
                     "MCP: the tools/list_changed notice failed: {e}"
                 ));
             }

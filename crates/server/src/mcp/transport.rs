@@ -4,7 +4,7 @@
 
 use super::backend::Backend;
 use super::handler::BrowserTools;
-use crate::AppState;
+use crate::state::AppState;
 use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::middleware::{self, Next};

@@ -3,7 +3,7 @@
 //! same-origin endpoints. The token is a per-target token in the server's token store
 //! ([`crate::target_tokens`]), so it outlives a restart and `token list|revoke` manage it.
 
-use crate::AppState;
+use crate::state::AppState;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
@@ -73,7 +73,7 @@ pub(crate) async fn offer(State(app): State<AppState>, headers: HeaderMap) -> Re
         .and_then(|v| v.to_str().ok())
         .map(str::to_string)
         .unwrap_or_else(|| app.addr.to_string());
-    crate::log(format_args!(
+    crate::log::line(format_args!(
         "issued a pairing token for target '{target}' (kept in the token store)"
     ));
     Json(json!({

@@ -4,7 +4,7 @@
 //! call path as btcp_call, and their results go back in. The worker's event loop stays free
 //! while calls are in flight; the sandbox bounds the computing between them.
 
-use super::{call_method, page, Answer};
+use super::{call_method, page, Answer, Dispatch};
 use crate::js::{error_text, now_ms, sleep_ms, with_timeout};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use protocol::ToolResult;
@@ -116,7 +116,13 @@ fn is_zero(n: &u32) -> bool {
 
 type Done = (u32, Result<String, String>, TraceEntry);
 
-pub async fn run(tab: i32, script: &str, timeout_ms: Option<u32>) -> Result<ToolResult, String> {
+/// Runs the script on the tab; its `browser.*` calls go to `dispatch`.
+pub async fn run(
+    dispatch: Dispatch,
+    tab: i32,
+    script: &str,
+    timeout_ms: Option<u32>,
+) -> Result<ToolResult, String> {
     let time_ms = timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS);
     let tools = page::tools(tab).await?;
     load_sandbox()
@@ -146,7 +152,7 @@ pub async fn run(tab: i32, script: &str, timeout_ms: Option<u32>) -> Result<Tool
                 for c in calls {
                     waiting.push((c.id, format!("{}.{}", c.namespace, c.method)));
                     let budget = remaining_ms(&sandbox).clamp(1, PAGE_CALL_MS);
-                    inflight.push(Box::pin(perform(&tools, tab, c, budget)));
+                    inflight.push(Box::pin(perform(dispatch, &tools, tab, c, budget)));
                 }
             }
         }
@@ -286,7 +292,13 @@ fn guarded_step(
 }
 
 /// One tool call of the script: its result as JSON text for the sandbox, and a trace entry.
-async fn perform(tools: &protocol::btcp::PageTools, tab: i32, c: ToolCall, budget_ms: u32) -> Done {
+async fn perform(
+    dispatch: Dispatch,
+    tools: &protocol::btcp::PageTools,
+    tab: i32,
+    c: ToolCall,
+    budget_ms: u32,
+) -> Done {
     let started = now_ms();
     let name = format!("{}.{}", c.namespace, c.method);
     let args = match c.args {
@@ -294,7 +306,16 @@ async fn perform(tools: &protocol::btcp::PageTools, tab: i32, c: ToolCall, budge
         _ => Default::default(),
     };
     let shown_args = summarize(&args);
-    let result = match call_method(tools, tab, &c.namespace, &c.method, args, budget_ms).await {
+    let called = call_method(
+        dispatch,
+        tools,
+        tab,
+        &c.namespace,
+        &c.method,
+        args,
+        budget_ms,
+    );
+    let result = match called.await {
         Ok(Answer::Builtin(r)) => Ok(Value::String(r.joined_text()).to_string()),
         Ok(Answer::Page(Some(v))) => Ok(v.to_string()),
         Ok(Answer::Page(None)) => Ok(String::new()),

@@ -6,6 +6,7 @@
 //! schema), one file here declaring a [`Tool`] (name, policy, handler) next to its handler, and
 //! one line in [`TOOLS`]. A unit test checks the list against the catalog both ways.
 
+mod btcp;
 pub mod computer;
 mod console;
 mod find;
@@ -21,7 +22,7 @@ mod upload;
 mod window;
 
 use crate::cdp::{self, idle, record};
-use crate::{boundary, btcp, group};
+use crate::{boundary, boundary_guard, group};
 use protocol::{schema, ToolResult};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
@@ -231,7 +232,7 @@ async fn group_tab(args: &Map<String, Value>) -> Result<crate::chrome::tabs::Tab
         return Err(format!("Tab {tab_arg} does not exist. {note}"));
     };
     // A recorded tab's page is known from events; any other is looked up now.
-    match group::reported(id).filter(boundary::current) {
+    match group::reported(id).filter(boundary_guard::current) {
         Some(tab) => Ok(tab),
         None => group::check_tab(id).await,
     }
@@ -256,7 +257,7 @@ fn with_dialog_note(tab_id: i32, result: Outcome) -> Outcome {
 
 /// A command that left its tab on a page outside the boundary says so (and the tab is detached).
 async fn with_boundary_note(tab_id: i32, result: Outcome) -> Outcome {
-    let Some(note) = boundary::after_command(tab_id).await else {
+    let Some(note) = boundary_guard::after_command(tab_id).await else {
         return result;
     };
     match result {
