@@ -20,11 +20,12 @@ let memory = null;
 // Rust future that made the call pending forever. Every promise-returning API the worker binds
 // rejects instead.
 for (const api of [chrome.tabs, chrome.tabGroups, chrome.windows, chrome.debugger, chrome.alarms,
-  chrome.action, chrome.scripting, chrome.storage?.local, chrome.storage?.session, chrome.storage?.sync]) {
+  chrome.action, chrome.scripting, chrome.storage?.local, chrome.storage?.session, chrome.storage?.sync,
+  chrome.declarativeNetRequest, chrome.downloads]) {
   if (!api) continue;
   for (const name of ["get", "set", "remove", "clear", "query", "create", "update", "group", "ungroup",
     "attach", "detach", "sendCommand", "getTargets", "setBadgeText", "setBadgeBackgroundColor",
-    "setTitle", "executeScript", "getAll", "move"]) {
+    "setTitle", "executeScript", "getAll", "move", "updateSessionRules", "getSessionRules", "search"]) {
     const f = api[name];
     if (typeof f !== "function") continue;
     api[name] = function (...args) {
@@ -85,6 +86,13 @@ chrome.tabs.onUpdated.addListener((tabId, change, tab) => {
   saw("tabs");
   ready.then(() => worker.onTabGroupChanged(tabId, change.groupId));
 });
+// A page or frame request that a request rule refused (the URL policy's, or another
+// extension's): the worker reports the policy's refusals.
+chrome.webNavigation.onErrorOccurred.addListener((details) => {
+  if (details.error !== "net::ERR_BLOCKED_BY_CLIENT" || details.tabId < 0) return;
+  saw("webNavigation");
+  ready.then(() => worker.onNavigationBlocked(details.tabId, details.url));
+});
 // A tab replaced by another (prerendering) or moved to another window: looked up again.
 chrome.tabs.onReplaced.addListener((added, removed) => {
   saw("tabs");
@@ -121,4 +129,6 @@ self.browserOperator = Object.freeze({
   run: (command) => ready.then(() => worker.runCommand(command)),
   startedFor: () => startedFor,
   wasmMemoryBytes: () => memory?.buffer.byteLength ?? 0,
+  // The changes waiting for the next browser_state report, not drained.
+  pendingChanges: () => ready.then(() => JSON.parse(worker.pendingChanges())),
 });

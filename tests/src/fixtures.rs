@@ -4,9 +4,16 @@
 //! `/` serves `index.html`, unknown files are 404. Two routes that are not files:
 //! `/__never-ends` sends the start of a page and never the rest (a load that never finishes,
 //! held for a minute), `/__redirect?to=<percent-encoded URL>` answers `302` to that URL.
+//! Downloads: `/__download?name=<file name>&size=<bytes>` an attachment of that many bytes,
+//! `/__download-broken` an attachment whose connection closes a tenth of the way through,
+//! `/__download-404` a 404 sent as an attachment, `/__download-stalled` an attachment that
+//! sends its first bytes and never the rest (held for a minute).
+//! Every request is logged (`Host` header and target, [`FixtureServer::requests`]), so a test
+//! can tell that a request never left the browser.
 
 use std::net::SocketAddr;
 use std::path::{Component, Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -24,6 +31,7 @@ pub struct FixtureServer {
     addr: SocketAddr,
     root: PathBuf,
     task: JoinHandle<()>,
+    log: Arc<Mutex<Vec<String>>>,
 }
 
 impl FixtureServer {
@@ -45,18 +53,31 @@ impl FixtureServer {
         let listener = TcpListener::from_std(listener)
             .expect("fixture server: FixtureServer::start must run inside a Tokio runtime");
         let serve_root = root.clone();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let serve_log = log.clone();
         let task = tokio::spawn(async move {
             loop {
                 let Ok((stream, _)) = listener.accept().await else {
                     continue;
                 };
                 let root = serve_root.clone();
+                let log = serve_log.clone();
                 tokio::spawn(async move {
-                    let _ = handle(stream, &root).await;
+                    let _ = handle(stream, &root, &log).await;
                 });
             }
         });
-        FixtureServer { addr, root, task }
+        FixtureServer {
+            addr,
+            root,
+            task,
+            log,
+        }
+    }
+
+    /// Every request served so far, as `<Host header> <target>` (`localhost:4321 /hello.html`).
+    pub fn requests(&self) -> Vec<String> {
+        self.log.lock().map(|l| l.clone()).unwrap_or_default()
     }
 
     /// The address served on.
@@ -100,13 +121,31 @@ pub fn content_type(path: &Path) -> &'static str {
     }
 }
 
-async fn handle(mut stream: TcpStream, root: &Path) -> std::io::Result<()> {
+async fn handle(
+    mut stream: TcpStream,
+    root: &Path,
+    log: &Mutex<Vec<String>>,
+) -> std::io::Result<()> {
     let head = match tokio::time::timeout(READ_TIMEOUT, read_head(&mut stream)).await {
         Ok(Ok(Some(head))) => head,
         _ => return Ok(()),
     };
     let mut parts = head.lines().next().unwrap_or("").split_whitespace();
     let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    let host = head
+        .lines()
+        .find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.eq_ignore_ascii_case("host")
+                .then(|| value.trim().to_string())
+        })
+        .unwrap_or_default();
+    if let Ok(mut l) = log.lock() {
+        l.push(format!("{host} {target}"));
+    }
+    if target.starts_with("/__download") {
+        return download(stream, target).await;
+    }
     if target.starts_with("/__never-ends") {
         stream
             .write_all(
@@ -147,6 +186,59 @@ async fn handle(mut stream: TcpStream, root: &Path) -> std::io::Result<()> {
     stream.write_all(&head_bytes).await?;
     if method != "HEAD" {
         stream.write_all(&body).await?;
+    }
+    stream.shutdown().await
+}
+
+/// The download routes (see the module's comment).
+async fn download(mut stream: TcpStream, target: &str) -> std::io::Result<()> {
+    let query = target.split_once('?').map_or("", |(_, q)| q);
+    let param = |key: &str| {
+        query
+            .split('&')
+            .find_map(|kv| kv.strip_prefix(&format!("{key}=")))
+            .and_then(percent_decode)
+    };
+    let attachment = |status: &str, name: &str, length: usize| {
+        format!(
+            "HTTP/1.1 {status}\r\nContent-Type: application/octet-stream\r\n\
+             Content-Disposition: attachment; filename=\"{name}\"\r\nContent-Length: {length}\r\n\
+             Cache-Control: no-store\r\nConnection: close\r\n\r\n"
+        )
+    };
+    let route = target.split('?').next().unwrap_or("");
+    match route {
+        "/__download" => {
+            let name = param("name").unwrap_or_else(|| "download.bin".into());
+            let size: usize = param("size").and_then(|s| s.parse().ok()).unwrap_or(1024);
+            stream
+                .write_all(attachment("200 OK", &name, size).as_bytes())
+                .await?;
+            stream.write_all(&vec![b'x'; size]).await?;
+        }
+        "/__download-broken" => {
+            stream
+                .write_all(attachment("200 OK", "broken.bin", 100_000).as_bytes())
+                .await?;
+            stream.write_all(&[b'x'; 10_000]).await?;
+            stream.flush().await?;
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+        "/__download-404" => {
+            let body = b"no such file\n";
+            stream
+                .write_all(attachment("404 Not Found", "missing.bin", body.len()).as_bytes())
+                .await?;
+            stream.write_all(body).await?;
+        }
+        _ => {
+            stream
+                .write_all(attachment("200 OK", "stalled.bin", 1_000_000).as_bytes())
+                .await?;
+            stream.write_all(&[b'x'; 1000]).await?;
+            stream.flush().await?;
+            tokio::time::sleep(Duration::from_secs(60)).await;
+        }
     }
     stream.shutdown().await
 }

@@ -114,7 +114,8 @@ pub struct ListedTool {
 pub fn browser_namespace() -> Namespace {
     let methods = catalog()
         .into_iter()
-        .filter(|t| !t.name.starts_with("btcp_"))
+        // set_policy is the backend's alone: a script cannot change the policy it runs under.
+        .filter(|t| !t.name.starts_with("btcp_") && !t.backend_only)
         .map(|t| MethodSchema {
             name: t.name.to_string(),
             description: t.description.to_string(),

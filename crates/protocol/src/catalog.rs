@@ -20,6 +20,11 @@ pub struct ToolSpec {
     /// runs.
     #[serde(skip)]
     pub outside_tab_order: bool,
+    /// Set only by the backend that drives the browser (over the protocol): the MCP server
+    /// neither lists it to MCP clients nor forwards it from them, and code mode's `browser.*`
+    /// does not offer it.
+    #[serde(skip)]
+    pub backend_only: bool,
 }
 
 /// One entry of `catalog.json`.
@@ -31,6 +36,8 @@ struct Entry {
     input_schema: Value,
     #[serde(default)]
     outside_tab_order: bool,
+    #[serde(default)]
+    backend_only: bool,
 }
 
 const CATALOG_JSON: &str = include_str!("catalog.json");
@@ -53,6 +60,7 @@ impl Entry {
             description: &self.description,
             input_schema: self.input_schema.clone(),
             outside_tab_order: self.outside_tab_order,
+            backend_only: self.backend_only,
         }
     }
 }
@@ -144,6 +152,16 @@ mod tests {
             .map(|t| t.name)
             .collect();
         assert_eq!(unordered, ["btcp_interfaces"]);
+    }
+
+    #[test]
+    fn only_the_policy_is_the_backends_alone() {
+        let only: Vec<_> = catalog()
+            .into_iter()
+            .filter(|t| t.backend_only)
+            .map(|t| t.name)
+            .collect();
+        assert_eq!(only, ["set_policy"]);
     }
 
     #[test]

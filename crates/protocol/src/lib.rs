@@ -9,6 +9,7 @@ pub mod btcp;
 pub mod catalog;
 pub mod config;
 pub mod frames;
+pub mod host_rules;
 pub mod json;
 pub mod message;
 pub mod pairing;

@@ -5,6 +5,7 @@
 //! navigations, `javascript:`, `data:` and another origin's `blob:` URLs. One policy, used by every
 //! path that changes or acts on a group tab's address; a refusal names the rule that refused.
 
+use crate::host_rules::{HostPolicy, HostRefusal};
 use std::fmt;
 
 /// The rule that refused an address.
@@ -29,6 +30,9 @@ pub enum Refusal {
     /// Any other scheme (`mailto:`, `ftp:`, `ws:`, …).
     OtherScheme(String),
     Empty,
+    /// A web host the backend's URL policy refuses (`set_policy`'s `allowedHosts`,
+    /// `blockedHosts`).
+    Host(HostRefusal),
 }
 
 impl Refusal {
@@ -67,13 +71,18 @@ impl Refusal {
                 "{scheme} URLs are not web pages (only http(s) URLs and about:blank may be opened)"
             ),
             Refusal::Empty => "an empty URL names no page".into(),
+            Refusal::Host(h) => h.rule(),
         }
     }
 
     /// The error of a navigation that was refused.
     pub fn navigation_error(&self, url: &str) -> String {
+        let instead = match self {
+            Refusal::Host(_) => "Navigate to a host the URL policy allows instead",
+            _ => "Navigate to an http(s) URL instead",
+        };
         format!(
-            "Cannot navigate to {}. Refused: {}. Navigate to an http(s) URL instead.",
+            "Cannot navigate to {}. Refused: {}. {instead}.",
             shown(url),
             self.rule()
         )
@@ -81,8 +90,12 @@ impl Refusal {
 
     /// The error of a command on a tab that shows a refused page.
     pub fn page_error(&self, tab: i32, url: &str) -> String {
+        let to = match self {
+            Refusal::Host(_) => "a host the URL policy allows",
+            _ => "an http(s) URL",
+        };
         format!(
-            "Tab {tab} shows {}, which no tool may read or act on. Refused: {}. Navigate the tab to an http(s) URL (navigate with a URL works from here), close it, or use another tab.",
+            "Tab {tab} shows {}, which no tool may read or act on. Refused: {}. Navigate the tab to {to} (navigate with a URL works from here), close it, or use another tab.",
             shown(url),
             self.rule()
         )
@@ -289,9 +302,52 @@ pub fn check_navigation(url: &str, current: Option<&str>) -> Result<String, Refu
     Ok(url)
 }
 
+/// [`check_page`], then the backend's hosts: the one policy every group tab's page is held to.
+pub fn check_page_with(url: &str, hosts: &HostPolicy) -> Result<(), Refusal> {
+    check_page(url)?;
+    hosts.check_url(&clean(url)).map_err(Refusal::Host)
+}
+
+/// [`check_navigation`], then the backend's hosts: returns the URL to load.
+pub fn check_navigation_with(
+    url: &str,
+    current: Option<&str>,
+    hosts: &HostPolicy,
+) -> Result<String, Refusal> {
+    let url = check_navigation(url, current)?;
+    hosts.check_url(&url).map_err(Refusal::Host)?;
+    Ok(url)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_backends_hosts_are_the_second_half_of_the_one_policy() {
+        let hosts = HostPolicy::new(Some(&["example.com".into()]), &["bad.example.com".into()])
+            .expect("valid");
+        assert_eq!(
+            check_navigation_with("www.example.com/a", None, &hosts).as_deref(),
+            Ok("https://www.example.com/a")
+        );
+        // The scheme boundary first: its rule is the one named.
+        assert_eq!(
+            check_navigation_with("file:///etc/passwd", None, &hosts),
+            Err(Refusal::LocalFile)
+        );
+        let e = check_navigation_with("https://example.com@evil.test/", None, &hosts).unwrap_err();
+        assert_eq!(
+            e.navigation_error("https://example.com@evil.test/"),
+            "Cannot navigate to https://example.com@evil.test/. Refused: the URL policy refuses the host evil.test (it is not among the allowed hosts). Navigate to a host the URL policy allows instead."
+        );
+        let page = check_page_with("https://bad.example.com/x", &hosts).unwrap_err();
+        assert!(page
+            .page_error(4, "https://bad.example.com/x")
+            .contains("Refused: the URL policy refuses the host bad.example.com (it is a blocked host). Navigate the tab to a host the URL policy allows"));
+        assert_eq!(check_page_with("about:blank", &hosts), Ok(()));
+        assert_eq!(check_page_with("blob:null/1", &hosts), Ok(()));
+    }
 
     #[test]
     fn web_pages_and_about_blank_are_allowed() {

@@ -107,6 +107,14 @@ impl Mcp {
     }
 }
 
+/// The catalog's tools an MCP client is shown (all but the backend's own).
+fn listed_catalog_len() -> usize {
+    protocol::catalog()
+        .iter()
+        .filter(|t| !t.backend_only)
+        .count()
+}
+
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
     tokio::task::spawn_blocking(f).await.unwrap()
 }
@@ -166,7 +174,9 @@ async fn mcp_lists_the_catalog_and_maps_results() {
     let m = mcp.clone();
     let list = blocking(move || m.request(1, "tools/list", json!({}))).await;
     let tools = list["result"]["tools"].as_array().expect("tools").clone();
-    for spec in protocol::catalog() {
+    // set_policy is the backend's alone: not listed to MCP clients.
+    assert!(!tools.iter().any(|t| t["name"] == "set_policy"), "{list}");
+    for spec in protocol::catalog().into_iter().filter(|t| !t.backend_only) {
         let tool = tools
             .iter()
             .find(|t| t["name"] == spec.name)
@@ -186,6 +196,15 @@ async fn mcp_lists_the_catalog_and_maps_results() {
         .starts_with("No browser is connected"));
 
     let mut ext = extension(addr, None).await;
+    // Nor forwarded from them: refused here, and the next command the browser sees is the
+    // screenshot below.
+    let m = mcp.clone();
+    let r = blocking(move || m.call(30, "set_policy", json!({"allowedHosts": []}))).await;
+    assert_eq!(r["isError"], true, "{r}");
+    assert!(r["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("set by the backend that drives the browser, not by MCP clients"));
     let m = mcp.clone();
     let call = tokio::spawn(blocking(move || {
         m.call(3, "computer", json!({"action": "screenshot", "tabId": 7}))
@@ -633,7 +652,7 @@ async fn page_tools_are_listed_untrusted_and_routed_to_btcp_call() {
     assert_eq!(add["_meta"]["browserOperator"]["untrusted"], true);
     assert_eq!(add["inputSchema"]["required"], json!(["text"]));
     assert!(tools.iter().all(|t| t["name"] != "browser.navigate"));
-    assert_eq!(tools.len(), protocol::catalog().len() + 3);
+    assert_eq!(tools.len(), listed_catalog_len() + 3);
 
     // A call of a page tool goes to btcp_call in its tab.
     let m = mcp.clone();
@@ -663,6 +682,6 @@ async fn a_browser_that_does_not_answer_gets_the_catalog_only() {
     let m = mcp.clone();
     let list = blocking(move || m.request(1, "tools/list", json!({}))).await;
     let tools = list["result"]["tools"].as_array().expect("tools");
-    assert_eq!(tools.len(), protocol::catalog().len() + 2, "{list}");
+    assert_eq!(tools.len(), listed_catalog_len() + 2, "{list}");
     server.shutdown().await;
 }

@@ -1,4 +1,5 @@
-//! The page a group tab shows, held to `protocol::url_policy`: a tab showing the extension's own
+//! The page a group tab shows, held to `protocol::url_policy` and the backend's hosts
+//! (`policy::check_page`, the one policy): a tab showing the extension's own
 //! pages, another extension's, a browser page or a local file is never attached to, evaluated
 //! in, read or acted on, however it got there. Checked from chrome.tabs before every tool that
 //! takes a tab (dispatch) and before every debugger attach; while attached, the main frame's
@@ -10,7 +11,7 @@
 //! command, or when a navigation commits) is `boundary_guard`'s, above `cdp`.
 
 use crate::chrome::tabs::{self, Tab};
-use protocol::url_policy::{self, Refusal};
+use protocol::url_policy::Refusal;
 use serde_json::Value;
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -38,7 +39,11 @@ fn refusal(tab: &Tab) -> Option<(Refusal, String)> {
         .into_iter()
         .flatten()
         .filter(|u| !u.is_empty())
-        .find_map(|u| url_policy::check_page(u).err().map(|r| (r, u.to_string())))
+        .find_map(|u| {
+            crate::policy::check_page(u)
+                .err()
+                .map(|r| (r, u.to_string()))
+        })
 }
 
 /// Checks the page a tab (as chrome.tabs just reported it) shows, and records the answer.
@@ -132,7 +137,7 @@ pub fn on_event(tab: i32, session: Option<&str>, method: &str, p: &Value) -> boo
     let Some(url) = url.filter(|u| !u.is_empty()) else {
         return false;
     };
-    match url_policy::check_page(url) {
+    match crate::policy::check_page(url) {
         Ok(()) => {
             // A navigation that only started proves nothing about the page shown until it
             // commits; a committed one does.

@@ -6,8 +6,6 @@ mod boundary_guard;
 mod brand;
 mod btcp;
 mod cdp;
-// Pushed to and drained by the browser toolset's members (issue 16), landing with them.
-#[allow(dead_code)]
 mod changes;
 mod chrome;
 mod debugging_bar;
@@ -19,6 +17,7 @@ mod js;
 mod lifetime;
 mod pages;
 mod pairing;
+mod policy;
 mod session;
 mod tools;
 mod transport;
@@ -94,6 +93,13 @@ pub fn on_tab_created(tab: JsValue) {
         return;
     };
     spawn_local(async move {
+        // A tab a group tab opened is held to the URL policy from now, before it is known to
+        // join the group (it leaves the rules again if it does not).
+        if policy::rules::covers(opener) {
+            if let Err(e) = policy::rules::cover(id).await {
+                js::log(&format!("tab {id} opened by {opener}: {e}"));
+            }
+        }
         if let Err(e) = lifetime::adopt(id, opener).await {
             js::log(&format!("tab {id} opened by {opener}: {e}"));
         }
@@ -121,6 +127,20 @@ pub fn on_tab_updated(tab: JsValue) {
 #[wasm_bindgen(js_name = onTabChanged)]
 pub fn on_tab_changed(tab: i32) {
     group::tab_gone(tab);
+}
+
+/// `webNavigation.onErrorOccurred` with `net::ERR_BLOCKED_BY_CLIENT`: a request rule refused a
+/// page or frame of the tab; reported when it was the URL policy's.
+#[wasm_bindgen(js_name = onNavigationBlocked)]
+pub fn on_navigation_blocked(tab: i32, url: String) {
+    policy::navigation_blocked(tab, &url);
+}
+
+/// The changes waiting for the next state report, as JSON, without draining them (a
+/// diagnostic for tests and embedding code in the worker; see worker.js).
+#[wasm_bindgen(js_name = pendingChanges)]
+pub fn pending_changes() -> String {
+    serde_json::to_string(&changes::peek()).unwrap_or_else(|_| "[]".into())
 }
 
 /// `chrome.tabs.onRemoved`: everything kept of the closed tab goes.

@@ -5,7 +5,7 @@
 use crate::cdp::{self, idle, record};
 use crate::chrome::debugger;
 use crate::chrome::tabs::{self, GroupTarget};
-use crate::{boundary, debugging_bar, geometry, group, isolated_world, js, tools};
+use crate::{boundary, debugging_bar, geometry, group, isolated_world, js, policy, tools};
 use std::collections::HashSet;
 
 /// Everything the worker keeps of a tab, in every module, forgotten in one call: the tab closed
@@ -21,6 +21,7 @@ pub fn forget(tab: i32) {
     geometry::scale::forget(tab);
     debugging_bar::forget(tab);
     tools::forget(tab);
+    policy::forget(tab);
 }
 
 /// The stores that keep anything of the tab, by name: what an extension page asking about a
@@ -38,7 +39,7 @@ pub fn kept(tab: i32) -> Vec<&'static str> {
 type Holds = fn(i32) -> bool;
 
 /// Every per-tab store, by name.
-const STORES: [(&str, Holds); 10] = [
+const STORES: [(&str, Holds); 11] = [
     ("group", group::holds),
     ("boundary", boundary::holds),
     ("debugger", cdp::is_attached),
@@ -49,6 +50,7 @@ const STORES: [(&str, Holds); 10] = [
     ("screenshot scale", geometry::scale::holds),
     ("debugging bar", debugging_bar::holds),
     ("tools", tools::holds),
+    ("URL policy", policy::holds),
 ];
 
 /// A tab's group changed (`chrome.tabs.onUpdated`): joining the automation group starts its
@@ -58,6 +60,11 @@ pub async fn group_changed(tab: i32, group: i32) {
         return;
     };
     if group == ours {
+        if let Err(e) = policy::rules::cover(tab).await {
+            js::log(&format!(
+                "the URL policy for tab {tab}, which joined the group: {e}"
+            ));
+        }
         if let Err(e) = record::observe(tab).await {
             js::log(&format!("recording tab {tab}, which joined the group: {e}"));
         }
@@ -81,14 +88,19 @@ pub async fn adopt(tab_id: i32, opener: i32) -> Result<(), String> {
         }
         js::sleep_ms(50).await;
     }
+    let not_ours = || {
+        // Held to the URL policy since it opened (lib.rs): not a group tab after all.
+        policy::rules::uncover(tab_id);
+        Ok(())
+    };
     if !opened {
-        return Ok(());
+        return not_ours();
     }
     let Some(group_id) = group::find().await? else {
-        return Ok(());
+        return not_ours();
     };
     if tabs::get(opener).await?.group_id != group_id {
-        return Ok(());
+        return not_ours();
     }
     tabs::group(&[tab_id], GroupTarget::Existing(group_id)).await?;
     record::observe(tab_id).await?;

@@ -71,10 +71,20 @@ impl BrowserTools {
         args: Map<String, Value>,
         context: &RequestContext<RoleServer>,
     ) -> CallToolResult {
-        if protocol::tool(name).is_none() {
-            return error_result(format!(
-                "Unknown tool '{name}'. Call tools/list for the tools this server offers."
-            ));
+        match protocol::tool(name) {
+            None => {
+                return error_result(format!(
+                    "Unknown tool '{name}'. Call tools/list for the tools this server offers."
+                ))
+            }
+            // The policy the browser holds its tabs to is the backend's (this server's
+            // operator), not its MCP clients': they neither see nor call it.
+            Some(spec) if spec.backend_only => {
+                return error_result(format!(
+                    "Unknown tool '{name}': it is set by the backend that drives the browser, not by MCP clients. Call tools/list for the tools this server offers."
+                ))
+            }
+            Some(_) => {}
         }
         let run = self.backend.run(
             name,
@@ -114,10 +124,12 @@ impl BrowserTools {
     }
 }
 
-/// Every tool offered over MCP: the catalog, then the browser-choosing tools.
+/// Every tool offered over MCP: the catalog (but what only the backend sets), then the
+/// browser-choosing tools.
 pub fn tools() -> Vec<Tool> {
     let mut tools: Vec<Tool> = protocol::catalog()
         .into_iter()
+        .filter(|spec| !spec.backend_only)
         .map(|spec| {
             let schema = match spec.input_schema {
                 Value::Object(o) => o,
@@ -208,7 +220,13 @@ mod tests {
     #[test]
     fn every_catalog_tool_is_offered_with_its_schema() {
         let offered = tools();
-        for spec in protocol::catalog() {
+        assert!(offered.iter().all(|t| t.name != "set_policy"));
+        let catalog: Vec<_> = protocol::catalog()
+            .into_iter()
+            .filter(|t| !t.backend_only)
+            .collect();
+        assert_eq!(catalog.len(), protocol::catalog().len() - 1);
+        for spec in catalog {
             let tool = offered
                 .iter()
                 .find(|t| t.name == spec.name)
@@ -219,6 +237,6 @@ mod tests {
             );
             assert_eq!(tool.description.as_deref(), Some(spec.description));
         }
-        assert_eq!(offered.len(), protocol::catalog().len() + 2);
+        assert_eq!(offered.len(), protocol::catalog().len() - 1 + 2);
     }
 }

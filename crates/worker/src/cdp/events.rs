@@ -67,10 +67,16 @@ pub enum Event {
     WindowOpen,
     DownloadWillBegin {
         guid: String,
+        url: String,
+        /// The name Chrome suggests (from Content-Disposition or the URL).
+        file_name: String,
     },
     DownloadProgress {
         guid: String,
-        in_progress: bool,
+        /// `inProgress`, `completed` or `canceled` (which also means failed).
+        state: String,
+        received: f64,
+        total: f64,
     },
     /// `Target.attachedToTarget` of an out-of-process iframe.
     IframeAttached {
@@ -186,10 +192,17 @@ impl Event {
             "Page.windowOpen" => Event::WindowOpen,
             "Page.downloadWillBegin" => Event::DownloadWillBegin {
                 guid: text(p, "/guid"),
+                url: text(p, "/url"),
+                file_name: text(p, "/suggestedFilename"),
             },
             "Page.downloadProgress" => Event::DownloadProgress {
                 guid: text(p, "/guid"),
-                in_progress: text(p, "/state") == "inProgress",
+                state: text(p, "/state"),
+                received: p
+                    .get("receivedBytes")
+                    .and_then(Value::as_f64)
+                    .unwrap_or(0.0),
+                total: p.get("totalBytes").and_then(Value::as_f64).unwrap_or(0.0),
             },
             "Target.attachedToTarget" => {
                 if text(p, "/targetInfo/type") != "iframe" {

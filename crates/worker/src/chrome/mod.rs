@@ -4,6 +4,8 @@
 pub mod action;
 pub mod alarms;
 pub mod debugger;
+pub mod declarative_net_request;
+pub mod downloads;
 pub mod offscreen;
 pub mod runtime;
 pub mod storage;

@@ -16,6 +16,7 @@ mod navigate;
 mod network;
 mod page_text;
 mod plan;
+mod policy;
 mod read_page;
 mod tabs;
 mod upload;
@@ -84,6 +85,7 @@ pub static TOOLS: &[Tool] = &[
     plan::SHORTCUTS_LIST,
     plan::SHORTCUTS_EXECUTE,
     plan::SWITCH_BROWSER,
+    policy::TOOL,
     btcp::INTERFACES,
     btcp::GET_INTERFACE,
     btcp::CALL,
@@ -177,12 +179,16 @@ impl Checked {
 }
 
 async fn run_checked(tool: &'static Tool, args: Map<String, Value>) -> Outcome {
+    // The backend's policy is part of every check below.
+    crate::policy::ready().await;
     let Some(access) = tool.tab else {
         return (tool.run)(args).await;
     };
     // Every tool that takes a tabId acts on that tab: the group is checked here, once.
     let tab = group_tab(&args).await?;
     let tab_id = tab.id.ok_or("chrome.tabs returned a tab without an id")?;
+    // The URL policy's request rules name the tab before anything can send it anywhere.
+    crate::policy::rules::cover(tab_id).await?;
     // The page it shows: nothing outside the web is read or acted on, whatever the tool.
     if let Err(e) = boundary::check(&tab) {
         if !access.leaves(&args) {

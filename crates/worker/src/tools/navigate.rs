@@ -1,11 +1,13 @@
 //! navigate: load a URL (or go back/forward) in a group tab and wait, bounded, for the load.
-//! Every address, a history step's included, is held to `protocol::url_policy` first.
+//! Every address, a history step's included, is held to the URL policy first (the scheme
+//! boundary and the backend's hosts, `policy::check_navigation`); a redirect the policy's
+//! request rules refuse fails naming the policy.
 
 use crate::chrome::tabs;
 use crate::js::{now_ms, sleep_ms};
 use crate::tools::{typed, Access, Tool};
 use crate::{boundary, cdp};
-use protocol::{url_policy, ToolResult};
+use protocol::ToolResult;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -38,7 +40,7 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
     let url = match step {
         Some(_) => None,
         None => Some(
-            url_policy::check_navigation(&args.url, here.as_deref())
+            crate::policy::check_navigation(tab, &args.url, here.as_deref())
                 .map_err(|rule| rule.navigation_error(args.url.trim()))?,
         ),
     };
@@ -50,8 +52,12 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
     match (step, url.as_deref()) {
         (Some(delta), _) => history_step(tab, delta, here.as_deref()).await?,
         (None, Some(url)) => {
+            let sent = now_ms();
             let out = cdp::send(tab, "Page.navigate", json!({ "url": url })).await?;
             if let Some(err) = out.get("errorText").and_then(Value::as_str) {
+                if err == BLOCKED {
+                    return Err(refused_on_the_way(tab, url, sent).await);
+                }
                 if !err.is_empty() {
                     return Err(format!("Navigation to {url} failed: {err}"));
                 }
@@ -129,7 +135,7 @@ async fn history_step(tab: i32, delta: i64, here: Option<&str>) -> Result<(), St
         .and_then(Value::as_i64)
         .ok_or("the history entry has no id")?;
     let entry_url = entry.get("url").and_then(Value::as_str).unwrap_or("");
-    if let Err(rule) = url_policy::check_navigation(entry_url, here) {
+    if let Err(rule) = crate::policy::check_navigation(tab, entry_url, here) {
         let which = if delta < 0 { "back" } else { "forward" };
         return Err(format!(
             "Cannot go {which} to {entry_url}. Refused: {}. Navigate to an http(s) URL instead.",
@@ -143,6 +149,33 @@ async fn history_step(tab: i32, delta: i64, here: Option<&str>) -> Result<(), St
     )
     .await?;
     Ok(())
+}
+
+/// What Chrome says of a request an extension's rules refused.
+const BLOCKED: &str = "net::ERR_BLOCKED_BY_CLIENT";
+
+/// A navigation to an allowed URL that Chrome refused on the way (a redirect to a host the URL
+/// policy refuses): where it was refused, and by which rule.
+async fn refused_on_the_way(tab: i32, url: &str, sent: f64) -> String {
+    // Chrome reports the refused address (webNavigation) about when it answers Page.navigate.
+    let mut landed = None;
+    for _ in 0..40 {
+        landed = crate::policy::refused_since(tab, sent);
+        if landed.is_some() {
+            break;
+        }
+        sleep_ms(25).await;
+    }
+    match landed.as_deref().map(|u| (u, crate::policy::check_page(u))) {
+        Some((at, Err(rule))) if at != url => format!(
+            "Navigation to {url} was refused before its request left: it was redirected to {at}. Refused: {}.",
+            rule.rule()
+        ),
+        Some((_, Err(rule))) => rule.navigation_error(url),
+        _ => format!(
+            "Navigation to {url} was refused by the browser ({BLOCKED}): a rule of an extension refused the request."
+        ),
+    }
 }
 
 async fn page_href(tab: i32) -> Option<String> {

@@ -43,3 +43,38 @@ pub fn on(open: &mut Option<Dialog>, event: &Event) {
         _ => {}
     }
 }
+
+/// A page that has had this many dialogs answered by the policy within [`LOOP_WINDOW_MS`]
+/// reopens them in a loop: the next one is left open (commands say so at once, and
+/// handle_dialog answers it) instead of being answered forever.
+pub const LOOP_BOUND: usize = 20;
+pub const LOOP_WINDOW_MS: f64 = 10_000.0;
+
+thread_local! {
+    /// When the policy answered each tab's recent dialogs.
+    static ANSWERED: std::cell::RefCell<std::collections::HashMap<i32, std::collections::VecDeque<f64>>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
+}
+
+/// How the policy answers a dialog that opens on the tab now, if it does: not when it asks,
+/// nor past the loop bound.
+pub fn policy_answer(tab: i32, now: f64) -> Option<bool> {
+    let accept = crate::policy::dialog_answer()?;
+    ANSWERED.with(|a| {
+        let mut a = a.borrow_mut();
+        let times = a.entry(tab).or_default();
+        while times.front().is_some_and(|t| now - t > LOOP_WINDOW_MS) {
+            times.pop_front();
+        }
+        if times.len() >= LOOP_BOUND {
+            return None;
+        }
+        times.push_back(now);
+        Some(accept)
+    })
+}
+
+/// The tab closed or left the group.
+pub fn forget(tab: i32) {
+    ANSWERED.with(|a| a.borrow_mut().remove(&tab));
+}

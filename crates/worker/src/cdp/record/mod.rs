@@ -187,6 +187,7 @@ pub fn on_detach(tab: i32) {
 /// The tab closed or left the group: its recordings go.
 pub fn forget(tab: i32) {
     TABS.with(|t| t.borrow_mut().remove(&tab));
+    dialogs::forget(tab);
 }
 
 /// Whether something is recorded of the tab.
@@ -253,6 +254,9 @@ pub fn on_event(tab: i32, session: Option<&str>, method: &str, p: &Value) {
         return;
     }
     let now = crate::js::now_ms();
+    if session.is_none() && answered_by_policy(tab, &event, now) {
+        return;
+    }
     let top_frame = matches!(
         event,
         Event::LoadEventFired | Event::FrameNavigated { top: true, .. }
@@ -276,5 +280,54 @@ fn handle(r: &mut Recording, event: &Event, now: f64) {
     r.network.on(event, now);
     dialogs::on(&mut r.dialog, event);
     r.opened.on(event, now);
-    r.downloads.on(event, now);
+    if let Some(report) = r.downloads.on(event, now) {
+        spawn_local(async move { crate::changes::push(report.change().await) });
+    }
+}
+
+/// A dialog opening that the policy answers: answered now, reported, and never recorded as
+/// open (a command it blocked goes on). Past the loop bound, or when the answer fails, it is
+/// recorded as open like any other.
+fn answered_by_policy(tab: i32, event: &Event, now: f64) -> bool {
+    let Event::DialogOpening {
+        kind,
+        message,
+        default_prompt,
+    } = event
+    else {
+        return false;
+    };
+    let Some(accept) = dialogs::policy_answer(tab, now) else {
+        return false;
+    };
+    let dialog = Dialog {
+        kind: kind.clone(),
+        message: message.clone(),
+        default_prompt: default_prompt.clone(),
+        unknown: false,
+    };
+    spawn_local(async move {
+        let mut params = json!({ "accept": accept });
+        if accept && dialog.kind == "prompt" {
+            params["promptText"] = json!(dialog.default_prompt);
+        }
+        let answered =
+            cdp::send_with_timeout(tab, "Page.handleJavaScriptDialog", params, BLOCKED_MS).await;
+        match answered {
+            Ok(_) => crate::changes::push(crate::changes::Change::DialogDismissed {
+                tab_id: tab,
+                kind: dialog.kind,
+                message: dialog.message,
+                accepted: accept,
+            }),
+            Err(e) => {
+                crate::js::log(&format!(
+                    "answering the {} dialog of tab {tab}: {e}",
+                    dialog.kind
+                ));
+                with(tab, |r| r.dialog = Some(dialog));
+            }
+        }
+    });
+    true
 }

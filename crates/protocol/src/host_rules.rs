@@ -1,0 +1,737 @@
+//! The hosts a backend lets its group tabs show: `allowedHosts` (absent = every web host; an
+//! empty list = none) and `blockedHosts` (each refused, whatever is allowed). Host rules are the
+//! second half of `url_policy`: the scheme boundary decides which kinds of address a tab may
+//! show, these decide which web hosts. Pure logic: the worker holds group tabs to it before and
+//! after every command and turns it into the browser's own request rules (`dnr_rules`), which
+//! refuse a navigation before its request leaves, however it was started.
+//!
+//! A pattern is `example.com` (that host and its subdomains), `*.example.com` (its subdomains
+//! only) or an IP address (that address). Hosts are compared as the browser's URL parser writes
+//! them: lowercase, internationalized names in punycode (`xn--…`), without a trailing dot, IPv4
+//! addresses in dotted decimal, IPv6 in brackets, compressed. Ports never matter: a pattern
+//! names a host on every port.
+
+use serde_json::{json, Value};
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+/// At most this many patterns in the two lists together (each is one request rule, and the
+/// browser holds at most 1000 regular-expression rules per extension).
+pub const MAX_PATTERNS: usize = 500;
+/// A host name is at most this long.
+const MAX_HOST: usize = 253;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Kind {
+    /// The host and its subdomains.
+    Domain,
+    /// Only its subdomains (`*.example.com`).
+    Subdomains,
+    /// An IP address: exactly it.
+    Address,
+}
+
+/// One host pattern, canonical.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostPattern {
+    host: String,
+    kind: Kind,
+}
+
+impl HostPattern {
+    /// Reads a pattern as a backend wrote it.
+    pub fn parse(written: &str) -> Result<HostPattern, String> {
+        let refuse = |why: &str| {
+            Err(format!(
+                "\"{}\" is not a host pattern: {why}. Write a host name (example.com: that host and its subdomains), *.example.com (its subdomains only) or an IP address",
+                shown(written)
+            ))
+        };
+        let text = written.trim();
+        if text.is_empty() {
+            return refuse("it is empty");
+        }
+        if text.contains("://") {
+            return refuse("it is a URL, not a host");
+        }
+        let (subdomains, rest) = match text.strip_prefix("*.") {
+            Some(rest) => (true, rest),
+            None => (false, text),
+        };
+        if rest.contains(['/', '\\', '@', '?', '#', '*', ' ', '%']) {
+            return refuse("a host has no '/', '\\', '@', '?', '#', '*', '%' or spaces (and a wildcard only as a leading \"*.\")");
+        }
+        // A bare IPv6 address is written with brackets in a URL.
+        let bracketed;
+        let rest = if !rest.starts_with('[') && rest.parse::<Ipv6Addr>().is_ok() {
+            bracketed = format!("[{rest}]");
+            bracketed.as_str()
+        } else {
+            rest
+        };
+        if rest.contains(':') && !rest.starts_with('[') {
+            return refuse("ports are not part of a host pattern (a pattern matches every port)");
+        }
+        let Some(host) = canonical_host(rest) else {
+            return refuse("it is not a valid host name or IP address");
+        };
+        if host.is_empty() || host.len() > MAX_HOST {
+            return refuse("a host name has 1 to 253 characters");
+        }
+        let address = host.starts_with('[') || host.parse::<Ipv4Addr>().is_ok();
+        if address && subdomains {
+            return refuse("an IP address has no subdomains");
+        }
+        if !address && host.split('.').any(|l| l.is_empty() || l.len() > 63) {
+            return refuse("each dot-separated label has 1 to 63 characters");
+        }
+        let kind = match (address, subdomains) {
+            (true, _) => Kind::Address,
+            (false, true) => Kind::Subdomains,
+            (false, false) => Kind::Domain,
+        };
+        Ok(HostPattern { host, kind })
+    }
+
+    /// Whether a canonical host (see [`canonical_host`]) matches.
+    pub fn matches(&self, host: &str) -> bool {
+        let below = || {
+            host.len() > self.host.len()
+                && host.ends_with(&self.host)
+                && host.as_bytes()[host.len() - self.host.len() - 1] == b'.'
+        };
+        match self.kind {
+            Kind::Address => host == self.host,
+            Kind::Subdomains => below(),
+            Kind::Domain => host == self.host || below(),
+        }
+    }
+
+    /// The pattern as the policy in force shows it (canonical: `*.xn--bcher-kva.example`).
+    pub fn written(&self) -> String {
+        match self.kind {
+            Kind::Subdomains => format!("*.{}", self.host),
+            _ => self.host.clone(),
+        }
+    }
+
+    /// A regular expression (RE2, as the browser's request rules take it) matching the http(s)
+    /// and ws(s) URLs whose host this pattern matches, on any port, with or without userinfo
+    /// (`https://allowed.test@evil.test/` has the host `evil.test`) and a trailing dot.
+    pub fn regex(&self) -> String {
+        let host = self
+            .host
+            .chars()
+            .map(|c| match c {
+                '.' | '[' | ']' => format!("\\{c}"),
+                c => c.to_string(),
+            })
+            .collect::<String>();
+        let host = match self.kind {
+            Kind::Address => host,
+            Kind::Subdomains => format!("[^/?#@:]+\\.{host}"),
+            Kind::Domain => format!("([^/?#@:]+\\.)?{host}"),
+        };
+        format!("^(https?|wss?)://([^/?#]*@)?{host}\\.?(:[0-9]*)?([/?#]|$)")
+    }
+}
+
+/// What the backend allows: `allowed` `None` = every web host.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HostPolicy {
+    pub allowed: Option<Vec<HostPattern>>,
+    pub blocked: Vec<HostPattern>,
+}
+
+/// Why a host was refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostRefusal {
+    pub host: String,
+    /// The blocked pattern it matches; `None`: it matches no allowed pattern.
+    pub blocked_by: Option<String>,
+}
+
+impl HostRefusal {
+    /// The rule, as a clause.
+    pub fn rule(&self) -> String {
+        match &self.blocked_by {
+            Some(p) if *p == self.host => format!(
+                "the URL policy refuses the host {} (it is a blocked host)",
+                self.host
+            ),
+            Some(p) => format!(
+                "the URL policy refuses the host {} (it matches the blocked host pattern {p})",
+                self.host
+            ),
+            None => format!(
+                "the URL policy refuses the host {} (it is not among the allowed hosts)",
+                self.host
+            ),
+        }
+    }
+}
+
+impl HostPolicy {
+    /// The policy from a backend's lists (patterns as written).
+    pub fn new(allowed: Option<&[String]>, blocked: &[String]) -> Result<HostPolicy, String> {
+        let count = allowed.map_or(0, <[String]>::len) + blocked.len();
+        if count > MAX_PATTERNS {
+            return Err(format!(
+                "{count} host patterns is more than the {MAX_PATTERNS} a policy may hold: use fewer, broader patterns (example.com covers its subdomains)"
+            ));
+        }
+        let parse = |list: &[String]| -> Result<Vec<HostPattern>, String> {
+            let mut out: Vec<HostPattern> = Vec::new();
+            for p in list {
+                let p = HostPattern::parse(p)?;
+                if !out.contains(&p) {
+                    out.push(p);
+                }
+            }
+            Ok(out)
+        };
+        Ok(HostPolicy {
+            allowed: allowed.map(parse).transpose()?,
+            blocked: parse(blocked)?,
+        })
+    }
+
+    /// True when it refuses nothing.
+    pub fn is_open(&self) -> bool {
+        self.allowed.is_none() && self.blocked.is_empty()
+    }
+
+    /// Whether a canonical host may be shown.
+    pub fn check_host(&self, host: &str) -> Result<(), HostRefusal> {
+        if let Some(p) = self.blocked.iter().find(|p| p.matches(host)) {
+            return Err(HostRefusal {
+                host: host.to_string(),
+                blocked_by: Some(p.written()),
+            });
+        }
+        match &self.allowed {
+            Some(allowed) if !allowed.iter().any(|p| p.matches(host)) => Err(HostRefusal {
+                host: host.to_string(),
+                blocked_by: None,
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether a URL's host may be shown. Addresses without a host (`about:blank`, `data:`)
+    /// and schemes outside the web are the scheme boundary's to judge, and pass here; a
+    /// `blob:` URL is judged by the origin it names.
+    pub fn check_url(&self, url: &str) -> Result<(), HostRefusal> {
+        if self.is_open() {
+            return Ok(());
+        }
+        match web_host(url) {
+            None => Ok(()),
+            Some(Some(host)) => self.check_host(&host),
+            // A web URL whose host no parser would accept: nothing to allow.
+            Some(None) if self.allowed.is_none() => Ok(()),
+            Some(None) => Err(HostRefusal {
+                host: "(no valid host)".into(),
+                blocked_by: None,
+            }),
+        }
+    }
+
+    /// The lists as the policy in force shows them.
+    pub fn written(&self) -> (Option<Vec<String>>, Vec<String>) {
+        (
+            self.allowed
+                .as_ref()
+                .map(|a| a.iter().map(HostPattern::written).collect()),
+            self.blocked.iter().map(HostPattern::written).collect(),
+        )
+    }
+
+    /// The browser's request rules (chrome.declarativeNetRequest session rules) that enforce
+    /// this policy on the tabs `tab_ids`, numbered from `first_id` at `base_priority` and the
+    /// two priorities above it: a rule refusing every page and frame (when hosts are allowed
+    /// by list), above it one allowing each allowed pattern, above those one refusing each
+    /// blocked pattern (so a blocked host stays refused even when an allowed pattern covers it).
+    /// They apply to top-level pages and frames: what a tab shows, not what a page fetches.
+    pub fn dnr_rules(&self, first_id: u32, base_priority: u32, tab_ids: &[i32]) -> Vec<Value> {
+        if tab_ids.is_empty() || self.is_open() {
+            return Vec::new();
+        }
+        let mut rules = Vec::new();
+        let mut id = first_id;
+        let mut rule = |priority: u32, action: &str, regex: Option<String>| {
+            let mut condition = json!({
+                "tabIds": tab_ids,
+                "resourceTypes": ["main_frame", "sub_frame"],
+            });
+            if let Some(r) = regex {
+                condition["regexFilter"] = json!(r);
+                condition["isUrlFilterCaseSensitive"] = json!(false);
+            }
+            rules.push(json!({
+                "id": id,
+                "priority": priority,
+                "action": {"type": action},
+                "condition": condition,
+            }));
+            id += 1;
+        };
+        if let Some(allowed) = &self.allowed {
+            rule(base_priority, "block", None);
+            for p in allowed {
+                rule(base_priority + 1, "allow", Some(p.regex()));
+            }
+        }
+        for p in &self.blocked {
+            rule(base_priority + 2, "block", Some(p.regex()));
+        }
+        rules
+    }
+}
+
+/// `Some(host)` for a web URL (http, https, ws, wss; a `blob:` of one), `Some(None)` when its
+/// host does not parse, `None` for every other URL.
+pub fn web_host(url: &str) -> Option<Option<String>> {
+    let url = url.trim_matches(|c: char| c <= ' ');
+    let url: String = url
+        .chars()
+        .filter(|c| !matches!(c, '\t' | '\n' | '\r'))
+        .collect();
+    let (scheme, rest) = url.split_once(':')?;
+    let scheme = scheme.to_ascii_lowercase();
+    if scheme == "blob" {
+        return web_host(rest);
+    }
+    if !matches!(scheme.as_str(), "http" | "https" | "ws" | "wss") {
+        return None;
+    }
+    let rest = rest.trim_start_matches(['/', '\\']);
+    let authority = rest.split(['/', '\\', '?', '#']).next().unwrap_or("");
+    let authority = authority.rsplit('@').next().unwrap_or("");
+    let host = if authority.starts_with('[') {
+        match authority.find(']') {
+            Some(end) => &authority[..=end],
+            None => return Some(None),
+        }
+    } else {
+        authority.split(':').next().unwrap_or("")
+    };
+    Some(canonical_host(host).filter(|h| !h.is_empty()))
+}
+
+/// A host as the browser's URL parser writes it: percent-escapes decoded, lowercase, the
+/// ideographic full stops read as dots, a trailing dot dropped, internationalized labels in
+/// punycode, IPv4 in dotted decimal (`0x7f.1` is `127.0.0.1`), IPv6 compressed in brackets.
+/// `None` for what no parser accepts.
+pub fn canonical_host(raw: &str) -> Option<String> {
+    let decoded = percent_decode(raw)?;
+    if let Some(inner) = decoded.strip_prefix('[') {
+        let addr: Ipv6Addr = inner.strip_suffix(']')?.parse().ok()?;
+        return Some(format!("[{addr}]"));
+    }
+    let lower: String = decoded
+        .chars()
+        .map(|c| match c {
+            '\u{3002}' | '\u{FF0E}' | '\u{FF61}' => '.',
+            c => c,
+        })
+        .flat_map(char::to_lowercase)
+        .collect();
+    let lower = lower.strip_suffix('.').unwrap_or(&lower);
+    if lower
+        .chars()
+        .any(|c| c.is_control() || " #%/:<>?@[\\]^|".contains(c))
+    {
+        return None;
+    }
+    if let Some(v4) = ipv4(lower) {
+        return v4;
+    }
+    let labels: Option<Vec<String>> = lower
+        .split('.')
+        .map(|label| {
+            if label.is_ascii() {
+                Some(label.to_string())
+            } else {
+                punycode(label).map(|p| format!("xn--{p}"))
+            }
+        })
+        .collect();
+    Some(labels?.join("."))
+}
+
+/// `Some(Some(dotted))` when the host is an IPv4 address (its last label a number), `Some(None)`
+/// when it ends in a number but is no valid address, `None` for a name.
+fn ipv4(host: &str) -> Option<Option<String>> {
+    let parts: Vec<&str> = host.split('.').collect();
+    let last = parts.last()?;
+    let numeric = |p: &str| -> Option<u64> {
+        let (digits, radix) = if let Some(h) = p.strip_prefix("0x").or(p.strip_prefix("0X")) {
+            (h, 16)
+        } else if p.len() > 1 && p.starts_with('0') {
+            (&p[1..], 8)
+        } else {
+            (p, 10)
+        };
+        if digits.is_empty() {
+            return (radix == 16).then_some(0);
+        }
+        u64::from_str_radix(digits, radix).ok()
+    };
+    if last.is_empty() || numeric(last).is_none() {
+        return None;
+    }
+    if parts.len() > 4 {
+        return Some(None);
+    }
+    let Some(numbers) = parts
+        .iter()
+        .map(|p| numeric(p))
+        .collect::<Option<Vec<u64>>>()
+    else {
+        return Some(None);
+    };
+    let (head, tail) = numbers.split_at(numbers.len() - 1);
+    if head.iter().any(|n| *n > 255) {
+        return Some(None);
+    }
+    let room = 8 * (5 - numbers.len() as u32);
+    if tail[0] >= 1u64 << room.min(32) && room < 64 {
+        return Some(None);
+    }
+    let mut value: u64 = tail[0];
+    for (i, n) in head.iter().enumerate() {
+        value += n << (8 * (3 - i as u32));
+    }
+    Some(
+        u32::try_from(value)
+            .ok()
+            .map(|v| Ipv4Addr::from(v).to_string()),
+    )
+}
+
+fn percent_decode(s: &str) -> Option<String> {
+    if !s.contains('%') {
+        return Some(s.to_string());
+    }
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = s.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// RFC 3492 punycode of one label (without the `xn--` prefix).
+fn punycode(label: &str) -> Option<String> {
+    const BASE: u32 = 36;
+    const TMIN: u32 = 1;
+    const TMAX: u32 = 26;
+    let digit = |d: u32| -> char {
+        if d < 26 {
+            char::from(b'a' + d as u8)
+        } else {
+            char::from(b'0' + (d - 26) as u8)
+        }
+    };
+    let adapt = |delta: u32, points: u32, first: bool| -> u32 {
+        let mut delta = if first { delta / 700 } else { delta / 2 };
+        delta += delta / points;
+        let mut k = 0;
+        while delta > ((BASE - TMIN) * TMAX) / 2 {
+            delta /= BASE - TMIN;
+            k += BASE;
+        }
+        k + (BASE - TMIN + 1) * delta / (delta + 38)
+    };
+    let points: Vec<u32> = label.chars().map(u32::from).collect();
+    let mut out: String = label.chars().filter(char::is_ascii).collect();
+    let basic = out.len() as u32;
+    let mut handled = basic;
+    if basic > 0 {
+        out.push('-');
+    }
+    let (mut n, mut delta, mut bias) = (128u32, 0u32, 72u32);
+    while (handled as usize) < points.len() {
+        let m = *points.iter().filter(|&&c| c >= n).min()?;
+        delta = delta.checked_add((m - n).checked_mul(handled + 1)?)?;
+        n = m;
+        for &c in &points {
+            if c < n {
+                delta = delta.checked_add(1)?;
+            }
+            if c == n {
+                let mut q = delta;
+                let mut k = BASE;
+                loop {
+                    let t = if k <= bias {
+                        TMIN
+                    } else if k >= bias + TMAX {
+                        TMAX
+                    } else {
+                        k - bias
+                    };
+                    if q < t {
+                        break;
+                    }
+                    out.push(digit(t + (q - t) % (BASE - t)));
+                    q = (q - t) / (BASE - t);
+                    k += BASE;
+                }
+                out.push(digit(q));
+                bias = adapt(delta, handled + 1, handled == basic);
+                delta = 0;
+                handled += 1;
+            }
+        }
+        delta = delta.checked_add(1)?;
+        n = n.checked_add(1)?;
+    }
+    Some(out)
+}
+
+fn shown(s: &str) -> String {
+    if s.chars().count() > 100 {
+        format!("{}…", s.chars().take(100).collect::<String>())
+    } else {
+        s.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(allowed: Option<&[&str]>, blocked: &[&str]) -> HostPolicy {
+        let owned = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let allowed = allowed.map(owned);
+        HostPolicy::new(allowed.as_deref(), &owned(blocked)).expect("a valid policy")
+    }
+
+    #[test]
+    fn hosts_are_read_as_the_browser_writes_them() {
+        for (raw, canonical) in [
+            ("EXAMPLE.com", Some("example.com")),
+            ("example.com.", Some("example.com")),
+            ("b\u{fc}cher.example", Some("xn--bcher-kva.example")),
+            ("M\u{dc}NCHEN.de", Some("xn--mnchen-3ya.de")),
+            ("xn--bcher-kva.example", Some("xn--bcher-kva.example")),
+            ("example\u{3002}com", Some("example.com")),
+            ("%65xample.com", Some("example.com")),
+            ("0x7f.1", Some("127.0.0.1")),
+            ("2130706433", Some("127.0.0.1")),
+            ("0177.0.0.1", Some("127.0.0.1")),
+            ("[0:0::1]", Some("[::1]")),
+            ("[::FFFF:7f00:1]", Some("[::ffff:127.0.0.1]")),
+            ("1.2.3.4.5", None),
+            ("a.256", None),
+            ("a b.com", None),
+        ] {
+            let got = canonical_host(raw);
+            assert_eq!(got.as_deref(), canonical, "{raw}");
+        }
+    }
+
+    #[test]
+    fn urls_name_their_host_past_userinfo_ports_and_backslashes() {
+        for (url, host) in [
+            ("https://allowed.test@evil.test/", "evil.test"),
+            ("https://allowed.test:pw@evil.test:8443/x", "evil.test"),
+            ("https://a@b@evil.test/", "evil.test"),
+            ("http://evil.test\\@allowed.test/", "evil.test"),
+            ("https:\\\\evil.test\\x", "evil.test"),
+            ("HTTPS://EVIL.test:443", "evil.test"),
+            ("https://evil.test./", "evil.test"),
+            ("https://evil.test?@allowed.test", "evil.test"),
+            ("https://evil.test#@allowed.test", "evil.test"),
+            ("ws://evil.test/socket", "evil.test"),
+            ("blob:https://evil.test/5e1a", "evil.test"),
+            ("https://[::1]:8080/", "[::1]"),
+            ("  https://evil.test/ ", "evil.test"),
+            ("ht\ntps://ev\til.test/", "evil.test"),
+        ] {
+            assert_eq!(web_host(url), Some(Some(host.to_string())), "{url}");
+        }
+        for url in [
+            "about:blank",
+            "data:text/html,x",
+            "chrome://settings",
+            "mailto:a@b",
+        ] {
+            assert_eq!(web_host(url), None, "{url}");
+        }
+    }
+
+    #[test]
+    fn patterns_match_hosts_their_subdomains_or_only_subdomains() {
+        let p = policy(
+            Some(&[
+                "example.com",
+                "*.wild.test",
+                "127.0.0.1",
+                "B\u{fc}cher.example.",
+            ]),
+            &[],
+        );
+        for url in [
+            "https://example.com/",
+            "https://www.example.com/a",
+            "https://a.b.example.com:8443/",
+            "https://sub.wild.test/",
+            "http://127.0.0.1:9/x",
+            "https://xn--bcher-kva.example/",
+            "https://www.b\u{fc}cher.example/",
+            "https://EXAMPLE.COM./",
+            "about:blank",
+        ] {
+            assert_eq!(p.check_url(url), Ok(()), "{url}");
+        }
+        for (url, host) in [
+            ("https://wild.test/", "wild.test"),
+            ("https://notexample.com/", "notexample.com"),
+            ("https://example.com.evil.test/", "example.com.evil.test"),
+            ("https://example.com@evil.test/", "evil.test"),
+            ("https://evil.test/?example.com", "evil.test"),
+            ("http://127.0.0.2/", "127.0.0.2"),
+            ("http://x.127.0.0.1/", "(no valid host)"),
+        ] {
+            let refused = p.check_url(url).expect_err(url);
+            assert_eq!(refused.host, host, "{url}");
+            assert_eq!(refused.blocked_by, None, "{url}");
+        }
+    }
+
+    #[test]
+    fn a_blocked_host_stays_refused_even_where_an_allowed_pattern_covers_it() {
+        let p = policy(
+            Some(&["example.com"]),
+            &["admin.example.com", "*.evil.test"],
+        );
+        let e = p.check_url("https://x.admin.example.com/").unwrap_err();
+        assert_eq!(e.blocked_by.as_deref(), Some("admin.example.com"));
+        assert!(e
+            .rule()
+            .contains("matches the blocked host pattern admin.example.com"));
+        assert!(p.check_url("https://www.example.com/").is_ok());
+        let only_blocked = policy(None, &["*.evil.test"]);
+        assert!(only_blocked.check_url("https://evil.test/").is_ok());
+        assert!(only_blocked.check_url("https://a.evil.test/").is_err());
+        assert!(only_blocked.check_url("https://anything.else/").is_ok());
+        let none = policy(Some(&[]), &[]);
+        assert!(none.check_url("https://example.com/").is_err());
+        assert!(none.check_url("about:blank").is_ok());
+        assert!(policy(None, &[]).is_open());
+    }
+
+    #[test]
+    fn bad_patterns_are_refused_with_the_reason() {
+        for (pattern, why) in [
+            ("", "empty"),
+            ("https://example.com", "a URL"),
+            ("example.com/path", "no '/'"),
+            ("example.com:8080", "ports"),
+            ("*.127.0.0.1", "no subdomains"),
+            ("a.*.example.com", "wildcard only"),
+            ("user@example.com", "'@'"),
+            ("a..b", "1 to 63"),
+        ] {
+            let e = HostPattern::parse(pattern).expect_err(pattern);
+            assert!(e.contains(why), "{pattern}: {e}");
+        }
+        assert_eq!(
+            HostPattern::parse("::1").map(|p| p.written()),
+            Ok("[::1]".into())
+        );
+        let many: Vec<String> = (0..=MAX_PATTERNS).map(|i| format!("h{i}.test")).collect();
+        assert!(HostPolicy::new(Some(&many), &[])
+            .unwrap_err()
+            .contains("more than the 500"));
+    }
+
+    /// The browser's request rules decide as `check_url` does, for every URL the browser can
+    /// send them (canonical ones): evaluated here as the browser does (highest priority first;
+    /// at one priority, allow beats block), with the same regular expressions.
+    #[test]
+    fn the_request_rules_refuse_exactly_what_the_policy_refuses() {
+        let p = policy(
+            Some(&[
+                "example.com",
+                "*.wild.test",
+                "127.0.0.1",
+                "[::1]",
+                "xn--bcher-kva.example",
+            ]),
+            &["admin.example.com", "*.evil.wild.test"],
+        );
+        let rules = p.dnr_rules(1000, 10, &[7, 9]);
+        assert_eq!(rules.len(), 1 + 5 + 2);
+        assert_eq!(rules[0]["condition"]["tabIds"], json!([7, 9]));
+        assert_eq!(rules[0]["id"], json!(1000));
+        let compiled: Vec<(u64, bool, Option<regex::Regex>)> = rules
+            .iter()
+            .map(|r| {
+                let re = r["condition"]["regexFilter"].as_str().map(|s| {
+                    regex::RegexBuilder::new(s)
+                        .case_insensitive(true)
+                        .build()
+                        .unwrap()
+                });
+                (
+                    r["priority"].as_u64().unwrap(),
+                    r["action"]["type"] == "block",
+                    re,
+                )
+            })
+            .collect();
+        let blocked_by_rules = |url: &str| -> bool {
+            let matching: Vec<&(u64, bool, Option<regex::Regex>)> = compiled
+                .iter()
+                .filter(|(_, _, re)| re.as_ref().is_none_or(|re| re.is_match(url)))
+                .collect();
+            let Some(top) = matching.iter().map(|m| m.0).max() else {
+                return false;
+            };
+            matching.iter().filter(|m| m.0 == top).all(|m| m.1)
+        };
+        for url in [
+            "https://example.com/",
+            "https://www.example.com/a?b#c",
+            "https://example.com:8443/",
+            "https://example.com./",
+            "https://user:pw@example.com/",
+            "https://admin.example.com/",
+            "https://x.admin.example.com/",
+            "https://wild.test/",
+            "https://a.wild.test/",
+            "https://evil.wild.test/",
+            "https://a.evil.wild.test/",
+            "https://example.com@evil.test/",
+            "https://example.com.evil.test/",
+            "https://evil.test/example.com",
+            "https://evil.test/?x=.example.com/",
+            "http://127.0.0.1:4000/",
+            "http://127.0.0.10/",
+            "http://[::1]:80/",
+            "http://[::2]/",
+            "https://xn--bcher-kva.example/",
+            "https://notexample.com/",
+            "wss://example.com/s",
+            "https://example.com",
+        ] {
+            assert_eq!(
+                blocked_by_rules(url),
+                p.check_url(url).is_err(),
+                "{url}: the rules and the policy disagree"
+            );
+        }
+        assert!(policy(None, &[]).dnr_rules(1, 1, &[3]).is_empty());
+        assert!(p.dnr_rules(1, 1, &[]).is_empty());
+    }
+}
