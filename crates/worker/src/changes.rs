@@ -20,8 +20,6 @@ pub const MAX: usize = 200;
 )]
 pub enum Change {
     /// A tab joined the automation group (created by a command, or opened by a group tab's page).
-    // Pushed by the tabs' members (issue 16), landing with them.
-    #[allow(dead_code)]
     TabOpened { tab_id: i32 },
     /// A download began.
     DownloadStarted {
@@ -83,8 +81,6 @@ pub fn push(change: Change) {
 }
 
 /// The changes since the last drain, oldest first, and how many older ones were dropped.
-// Drained by browser_state (issue 16), landing with it.
-#[allow(dead_code)]
 pub fn drain() -> (Vec<Change>, usize) {
     PENDING.with(|p| {
         let mut p = p.borrow_mut();

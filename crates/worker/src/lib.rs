@@ -1,6 +1,7 @@
 //! The Browser Operator service worker. `extension/worker.js` loads this wasm, registers every
 //! chrome.* listener synchronously and hands the events to the functions exported here.
 
+mod active;
 mod boundary;
 mod boundary_guard;
 mod brand;
@@ -9,6 +10,7 @@ mod cdp;
 mod changes;
 mod chrome;
 mod debugging_bar;
+mod file_input;
 mod geometry;
 mod group;
 mod images;

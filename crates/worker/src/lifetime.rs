@@ -5,7 +5,7 @@
 use crate::cdp::{self, idle, record};
 use crate::chrome::debugger;
 use crate::chrome::tabs::{self, GroupTarget};
-use crate::{boundary, debugging_bar, geometry, group, isolated_world, js, policy, tools};
+use crate::{active, boundary, debugging_bar, geometry, group, isolated_world, js, policy, tools};
 use std::collections::HashSet;
 
 /// Everything the worker keeps of a tab, in every module, forgotten in one call: the tab closed
@@ -22,6 +22,7 @@ pub fn forget(tab: i32) {
     debugging_bar::forget(tab);
     tools::forget(tab);
     policy::forget(tab);
+    active::forget(tab);
 }
 
 /// The stores that keep anything of the tab, by name: what an extension page asking about a
@@ -39,7 +40,7 @@ pub fn kept(tab: i32) -> Vec<&'static str> {
 type Holds = fn(i32) -> bool;
 
 /// Every per-tab store, by name.
-const STORES: [(&str, Holds); 11] = [
+const STORES: [(&str, Holds); 12] = [
     ("group", group::holds),
     ("boundary", boundary::holds),
     ("debugger", cdp::is_attached),
@@ -51,10 +52,12 @@ const STORES: [(&str, Holds); 11] = [
     ("debugging bar", debugging_bar::holds),
     ("tools", tools::holds),
     ("URL policy", policy::holds),
+    ("active tab", active::holds),
 ];
 
 /// A tab's group changed (`chrome.tabs.onUpdated`): joining the automation group starts its
-/// recording now, not at its first command; leaving it detaches it and forgets all of it.
+/// recording now, not at its first command, and is reported (`TabOpened`; a tab a command or a
+/// page opened was made active there already); leaving it detaches it and forgets all of it.
 pub async fn group_changed(tab: i32, group: i32) {
     let Ok(Some(ours)) = group::find().await else {
         return;
@@ -64,6 +67,9 @@ pub async fn group_changed(tab: i32, group: i32) {
             js::log(&format!(
                 "the URL policy for tab {tab}, which joined the group: {e}"
             ));
+        }
+        if !active::is_deciding(tab) {
+            active::joined(tab, false).await;
         }
         if let Err(e) = record::observe(tab).await {
             js::log(&format!("recording tab {tab}, which joined the group: {e}"));
@@ -76,33 +82,59 @@ pub async fn group_changed(tab: i32, group: i32) {
     }
 }
 
-/// A tab opened by `opener`: it joins the group when the opener is a group tab whose page opened
-/// a window just now (`Page.windowOpen`). Chrome also names an opener for tabs that the user or
-/// another program creates next to a group tab; those stay out.
+/// A tab opened by `opener`, a group tab: it joins the group as its active tab. Chrome itself
+/// puts a tab that a group tab's page opens (a link, `window.open`) in the group; one it left out
+/// joins when the opener's page opened a window just now (`Page.windowOpen`). Chrome also names
+/// an opener for tabs that the user or another program creates next to a group tab; those stay
+/// out.
 pub async fn adopt(tab_id: i32, opener: i32) -> Result<(), String> {
-    let mut opened = false;
-    for _ in 0..20 {
-        if record::opened_window_within(opener, 3_000.0) {
-            opened = true;
-            break;
-        }
-        js::sleep_ms(50).await;
+    // Decided here rather than by the group event; reports wait for the decision.
+    let from_group = group::reported(i64::from(opener)).is_some();
+    if from_group {
+        active::deciding(tab_id);
     }
+    let joined = adopted(tab_id, opener).await;
+    if from_group {
+        active::decided(tab_id);
+    }
+    joined
+}
+
+async fn adopted(tab_id: i32, opener: i32) -> Result<(), String> {
     let not_ours = || {
         // Held to the URL policy since it opened (lib.rs): not a group tab after all.
         policy::rules::uncover(tab_id);
         Ok(())
     };
-    if !opened {
-        return not_ours();
-    }
     let Some(group_id) = group::find().await? else {
         return not_ours();
     };
     if tabs::get(opener).await?.group_id != group_id {
         return not_ours();
     }
-    tabs::group(&[tab_id], GroupTarget::Existing(group_id)).await?;
+    let grouped = tabs::get(tab_id).await?.group_id == group_id;
+    if !grouped {
+        let mut opened = false;
+        for _ in 0..20 {
+            if record::opened_window_within(opener, 3_000.0) {
+                opened = true;
+                break;
+            }
+            js::sleep_ms(50).await;
+        }
+        if !opened {
+            return not_ours();
+        }
+    }
+    // Active before it is listed in the group (where Chrome may have put it already).
+    active::activate(tab_id).await;
+    if !grouped {
+        if let Err(e) = tabs::group(&[tab_id], GroupTarget::Existing(group_id)).await {
+            active::forget(tab_id);
+            return Err(e);
+        }
+    }
+    active::opened(tab_id);
     record::observe(tab_id).await?;
     Ok(())
 }

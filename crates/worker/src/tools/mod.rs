@@ -6,9 +6,11 @@
 //! schema), one file here declaring a [`Tool`] (name, policy, handler) next to its handler, and
 //! one line in [`TOOLS`]. A unit test checks the list against the catalog both ways.
 
+mod browser_state;
 mod btcp;
 pub mod computer;
 mod console;
+mod file_upload;
 mod find;
 mod form_input;
 mod javascript;
@@ -18,6 +20,7 @@ mod page_text;
 mod plan;
 mod policy;
 mod read_page;
+mod switch_tab;
 mod tabs;
 mod upload;
 mod window;
@@ -61,6 +64,9 @@ pub enum Access {
     Navigates,
     /// Closes the tab: allowed whatever page it shows; nothing is said of a page afterwards.
     Closes,
+    /// Makes it the group's active tab without touching its page: allowed whatever page it
+    /// shows, and under a dialog (which its answer mentions); nothing is recorded or attached.
+    Selects,
 }
 
 /// Every tool the worker runs: the catalog names these, no more and no fewer (a test checks).
@@ -68,6 +74,8 @@ pub static TOOLS: &[Tool] = &[
     tabs::CONTEXT,
     tabs::CREATE,
     tabs::CLOSE,
+    switch_tab::TOOL,
+    browser_state::TOOL,
     navigate::TOOL,
     computer::TOOL,
     javascript::TOOL,
@@ -81,6 +89,7 @@ pub static TOOLS: &[Tool] = &[
     window::HANDLE_DIALOG,
     window::RESIZE,
     upload::TOOL,
+    file_upload::TOOL,
     plan::GIF_CREATOR,
     plan::SHORTCUTS_LIST,
     plan::SHORTCUTS_EXECUTE,
@@ -189,6 +198,9 @@ async fn run_checked(tool: &'static Tool, args: Map<String, Value>) -> Outcome {
     let tab_id = tab.id.ok_or("chrome.tabs returned a tab without an id")?;
     // The URL policy's request rules name the tab before anything can send it anywhere.
     crate::policy::rules::cover(tab_id).await?;
+    if access == Access::Selects {
+        return with_dialog_note(tab_id, (tool.run)(args).await);
+    }
     // The page it shows: nothing outside the web is read or acted on, whatever the tool.
     if let Err(e) = boundary::check(&tab) {
         if !access.leaves(&args) {
@@ -359,7 +371,10 @@ mod tests {
             assert_eq!(tool.tab.is_some(), needs_tab, "{}: tab policy", tool.name);
             if tool.during_dialog {
                 assert!(
-                    matches!(tool.tab, Some(Access::Acts | Access::Closes)),
+                    matches!(
+                        tool.tab,
+                        Some(Access::Acts | Access::Closes | Access::Selects)
+                    ),
                     "{} runs under a dialog but does not act on its tab",
                     tool.name
                 );
@@ -370,7 +385,10 @@ mod tests {
             .filter(|t| t.during_dialog)
             .map(|t| t.name)
             .collect();
-        assert_eq!(under_dialog, ["tabs_close_mcp", "handle_dialog"]);
+        assert_eq!(
+            under_dialog,
+            ["tabs_close_mcp", "switch_tab", "handle_dialog"]
+        );
     }
 
     /// What a command needs before it runs: refused at once (no await, nothing done), refused

@@ -1,8 +1,8 @@
 //! tabs_context_mcp, tabs_create_mcp, tabs_close_mcp.
 
 use crate::chrome::tabs::{self, CreateProperties, GroupTarget, Tab};
-use crate::group;
 use crate::tools::{typed, Access, Tool};
+use crate::{active, group};
 use protocol::ToolResult;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -41,11 +41,14 @@ struct TabInfo<'a> {
     tab_id: i32,
     title: &'a str,
     url: &'a str,
+    active: bool,
 }
 
 /// `{"availableTabs":[…],"tabGroupId":G}` on the first line, then a readable list.
 async fn context_text(group_id: i32) -> Result<String, String> {
+    active::settled().await;
     let tabs = group::tabs_of(group_id).await?;
+    let active = active::among(&tabs).await;
     let infos: Vec<TabInfo> = tabs
         .iter()
         .filter_map(|t| {
@@ -53,13 +56,17 @@ async fn context_text(group_id: i32) -> Result<String, String> {
                 tab_id: t.id?,
                 title: t.title.as_deref().unwrap_or(""),
                 url: t.url.as_deref().or(t.pending_url.as_deref()).unwrap_or(""),
+                active: t.id == active,
             })
         })
         .collect();
     let head = json!({"availableTabs": infos, "tabGroupId": group_id}).to_string();
     let list = infos
         .iter()
-        .map(|t| format!("• tabId {}: \"{}\" ({})", t.tab_id, t.title, t.url))
+        .map(|t| {
+            let mark = if t.active { " (active)" } else { "" };
+            format!("• tabId {}{mark}: \"{}\" ({})", t.tab_id, t.title, t.url)
+        })
         .collect::<Vec<_>>()
         .join("\n");
     Ok(format!("{head}\n\nTabs in the automation group:\n{list}"))
@@ -69,6 +76,7 @@ pub async fn context(args: ContextArgs) -> Result<ToolResult, String> {
     let group_id = if args.create_if_empty {
         let (id, created) = group::find_or_create().await?;
         if let Some(tab) = created.and_then(|t| t.id) {
+            active::joined(tab, true).await;
             record(tab).await;
         }
         id
@@ -108,6 +116,8 @@ pub async fn create() -> Result<ToolResult, String> {
         }
     };
     let id = tab.id.ok_or("the new tab has no id")?;
+    // The new tab is the group's only active one (and Chrome's selected tab of its window).
+    active::joined(id, true).await;
     record(id).await;
     Ok(ToolResult::text(format!(
         "Created new tab. Tab ID: {id}\n\n{}",
