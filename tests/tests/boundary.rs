@@ -101,6 +101,7 @@ fn tab_tools(tab: i64) -> Vec<(&'static str, Value)> {
         ("btcp_interfaces", json!({"tabId": tab})),
         ("navigate", json!({"tabId": tab, "url": "back"})),
         ("navigate", json!({"tabId": tab, "url": "forward"})),
+        ("navigate", json!({"tabId": tab, "url": "reload"})),
     ]
 }
 

@@ -381,7 +381,7 @@ async fn mouse_keyboard_scroll_zoom_and_upload() -> Result<()> {
     .await?;
     assert_eq!(pos, "170,450,10");
 
-    // zoom: the region at full resolution.
+    // zoom: the region, scaled up.
     let out = backend
         .command(
             "computer",
@@ -1032,8 +1032,8 @@ fn shot_of(r: &protocol::CommandResult) -> (String, String, u32, u32) {
     (text, imgs[0].1.to_string(), w, h)
 }
 
-/// scroll_to centres the ref's element; zoom captures its region at full resolution (device
-/// pixels) within the image budget and says so; screenshots and zooms are JPEG (one capture,
+/// scroll_to centres the ref's element; zoom scales its region up to the screenshot's size
+/// (within the image budget) and says so; screenshots and zooms are JPEG (one capture,
 /// scaled by Chrome), which decode to the size the text gives. At DPR 2 in a window whose
 /// screenshot the budget scales down.
 #[tokio::test]
@@ -1103,7 +1103,7 @@ async fn scroll_to_zoom_and_jpeg_screenshots() -> Result<()> {
         .await?;
     assert!(e.contains("ref_99_99"), "{e}");
 
-    // The screenshot is scaled down by the budget; zoom is not.
+    // The screenshot is scaled down by the budget; zoom scales its region up.
     let (sw, sh, _) = screenshot(&backend, tab).await?;
     let css_width: f64 = js(&backend, tab, "innerWidth")
         .await?
@@ -1128,8 +1128,11 @@ async fn scroll_to_zoom_and_jpeg_screenshots() -> Result<()> {
         )),
         "{text}"
     );
-    // Full resolution: the region's CSS size times the device pixel ratio.
-    let (ew, eh) = (400.0 / scale * 2.0, 300.0 / scale * 2.0);
+    // Scaled up: the region (400x300 screenshot px) fitted into the screenshot's size, its
+    // aspect kept (here the height binds).
+    let fit = (sw / 400.0).min(sh / 300.0);
+    assert!(fit > 1.5, "{sw}x{sh}");
+    let (ew, eh) = (400.0 * fit, 300.0 * fit);
     assert!(
         (f64::from(w) - ew).abs() <= 2.0 && (f64::from(h) - eh).abs() <= 2.0,
         "{w}x{h}, expected {ew:.0}x{eh:.0}"
@@ -1258,5 +1261,473 @@ async fn screenshot_coordinates_and_images_survive_a_worker_restart() -> Result<
         .await?,
         "input:before.png"
     );
+    Ok(())
+}
+
+/// Polls `js` on the tab until it returns `want` (bounded).
+async fn until_js(backend: &Backend, tab: i64, code: &str, want: &str) -> Result<String> {
+    let mut got = String::new();
+    for _ in 0..100 {
+        got = js(backend, tab, code).await?;
+        if got == want {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok(got)
+}
+
+/// The browser toolset's input members, as a person's hand would do them, at device pixel
+/// ratio 2: the screenshot is the viewport's CSS size (so a coordinate read off it is a CSS
+/// point); middle_click on a link opens it in a new tab (mousedown, mouseup and auxclick with
+/// button 1, no click) and elsewhere carries modifiers; the left button held across calls drags
+/// a range slider and a pointer-captured box (moves with buttons 1, the page sees the button
+/// down between calls), with clear errors for up without down, down while down, a click while
+/// down, and the button kept across a reload and forgotten with its closed tab; hold_key holds
+/// a key with auto-repeat, then releases it (order and the page's own timestamps); navigate
+/// "reload" loads the page again; zoom scales its region up.
+#[tokio::test]
+async fn middle_click_held_mouse_hold_key_reload_and_zoom_at_dpr_2() -> Result<()> {
+    // A CSS viewport of about 900x600 at DPR 2 (1800x1200 device pixels).
+    let (fixtures, backend, browser, tab) = connected(BrowserOptions {
+        device_scale_factor: Some(2.0),
+        window_size: Some((900, 760)),
+        ..Default::default()
+    })
+    .await?;
+    let page = fixtures.url("held.html");
+    backend.navigate(tab, &page).await?;
+
+    // Screenshots in viewport CSS pixels at DPR 2: the image is the CSS viewport's size.
+    assert_eq!(js(&backend, tab, "devicePixelRatio").await?, "2");
+    let (w, h, _) = screenshot(&backend, tab).await?;
+    let css: Vec<f64> =
+        serde_json::from_str(&js(&backend, tab, "[innerWidth, innerHeight]").await?).expect("size");
+    // (A viewport of an odd number of device pixels is half a CSS pixel more than innerHeight.)
+    assert!(
+        (w - css[0]).abs() <= 1.0 && (h - css[1]).abs() <= 1.0,
+        "the screenshot is {w}x{h}, not the CSS viewport {css:?}"
+    );
+
+    // middle_click on a link: the page sees button 1 (no click), and the link opens in a new
+    // tab as a person's middle click does; the tab itself stays.
+    let (lx, ly) = centre(&backend, tab, "link").await?;
+    let out = computer(
+        &backend,
+        tab,
+        json!({"action": "middle_click", "coordinate": [lx.round(), ly.round()]}),
+    )
+    .await?;
+    assert_eq!(
+        out,
+        format!("Middle-clicked at ({}, {})", lx.round(), ly.round())
+    );
+    let seen: Value = serde_json::from_str(
+        &js(
+            &backend,
+            tab,
+            "log.filter((e) => e.id === 'link').map((e) => [e.type, e.button, e.buttons])",
+        )
+        .await?,
+    )
+    .expect("events");
+    assert_eq!(
+        seen,
+        json!([
+            ["pointerdown", 1, 4],
+            ["mousedown", 1, 4],
+            ["pointerup", 1, 0],
+            ["mouseup", 1, 0],
+            ["auxclick", 1, 0]
+        ]),
+        "{seen}"
+    );
+    let opened = format!("{}?opened", fixtures.url("hello.html"));
+    let worker = browser.worker().await?;
+    let mut urls = Value::Null;
+    for _ in 0..100 {
+        urls = worker
+            .eval("chrome.tabs.query({}).then((t) => t.map((t) => t.url || t.pendingUrl))")
+            .await?;
+        if urls.as_array().is_some_and(|u| u.contains(&json!(opened))) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        urls.as_array().is_some_and(|u| u.contains(&json!(opened))),
+        "no tab opened the link: {urls}"
+    );
+    assert_eq!(js(&backend, tab, "location.href").await?, page);
+    // By ref, with modifiers.
+    let found = backend
+        .text("find", json!({"tabId": tab, "query": "Middle"}))
+        .await?;
+    let line = found
+        .lines()
+        .find(|l| l.starts_with("[ref_") && l.contains("button \"Middle\""))
+        .unwrap_or_else(|| panic!("{found}"));
+    let mid = &line[1..line.find(']').expect("ref")];
+    computer(
+        &backend,
+        tab,
+        json!({"action": "middle_click", "ref": mid, "modifiers": "shift"}),
+    )
+    .await?;
+    let e = last_event(&backend, tab, "auxclick").await?;
+    assert_eq!(
+        (e["id"].as_str(), e["button"].as_i64(), e["shift"].as_bool()),
+        (Some("mid"), Some(1), Some(true)),
+        "{e}"
+    );
+
+    // Up without down: an error, nothing sent.
+    let before = js(&backend, tab, "log.length").await?;
+    let e = backend
+        .error(
+            "computer",
+            json!({"tabId": tab, "action": "left_mouse_up", "coordinate": [10, 10]}),
+        )
+        .await?;
+    assert!(
+        e.contains("not down") && e.contains("left_mouse_down"),
+        "{e}"
+    );
+    assert_eq!(js(&backend, tab, "log.length").await?, before);
+
+    // The slider, dragged across calls: down on its thumb, moved halfway (the page sees the
+    // button down and the value follow while it is held), on, then up.
+    let rect: Vec<f64> = serde_json::from_str(
+        &js(
+            &backend,
+            tab,
+            "const r = slider.getBoundingClientRect(); [r.left, r.top + r.height / 2, r.width]",
+        )
+        .await?,
+    )
+    .expect("rect");
+    let (sx, sy, sw) = (rect[0], rect[1], rect[2]);
+    let out = computer(
+        &backend,
+        tab,
+        json!({"action": "left_mouse_down", "coordinate": [sx + 6.0, sy]}),
+    )
+    .await?;
+    assert!(out.contains("stays down until left_mouse_up"), "{out}");
+    let out = computer(
+        &backend,
+        tab,
+        json!({"action": "mouse_move", "coordinate": [sx + sw / 2.0, sy]}),
+    )
+    .await?;
+    assert!(out.ends_with("with the left button down"), "{out}");
+    let half: f64 = js(&backend, tab, "slider.value")
+        .await?
+        .parse()
+        .expect("value");
+    assert!((40.0..=60.0).contains(&half), "halfway: {half}");
+    assert_eq!(
+        js(&backend, tab, "changes").await?,
+        "0",
+        "released too early"
+    );
+    // Down while down, and a click while down: refused, naming the way out.
+    let e = backend
+        .error(
+            "computer",
+            json!({"tabId": tab, "action": "left_mouse_down", "coordinate": [10, 10]}),
+        )
+        .await?;
+    assert!(e.contains("is down") && e.contains("left_mouse_up"), "{e}");
+    let e = backend
+        .error(
+            "computer",
+            json!({"tabId": tab, "action": "left_click", "coordinate": [10, 10]}),
+        )
+        .await?;
+    assert!(
+        e.contains("is down") && e.contains("before left_click"),
+        "{e}"
+    );
+    // Other actions go on meanwhile: a screenshot.
+    screenshot(&backend, tab).await?;
+    computer(
+        &backend,
+        tab,
+        json!({"action": "mouse_move", "coordinate": [sx + sw * 0.75, sy]}),
+    )
+    .await?;
+    let out = computer(
+        &backend,
+        tab,
+        json!({"action": "left_mouse_up", "coordinate": [sx + sw * 0.75, sy]}),
+    )
+    .await?;
+    assert!(
+        out.starts_with("Released the left mouse button at"),
+        "{out}"
+    );
+    let end: f64 = js(&backend, tab, "slider.value")
+        .await?
+        .parse()
+        .expect("value");
+    assert!((65.0..=85.0).contains(&end), "three quarters: {end}");
+    assert_eq!(js(&backend, tab, "changes").await?, "1");
+
+    // A pointer-captured box: moves with the button down (buttons 1), released where it ends.
+    let (bx, by) = centre(&backend, tab, "box").await?;
+    computer(
+        &backend,
+        tab,
+        json!({"action": "left_mouse_down", "coordinate": [bx, by]}),
+    )
+    .await?;
+    computer(
+        &backend,
+        tab,
+        json!({"action": "mouse_move", "coordinate": [bx + 100.0, by]}),
+    )
+    .await?;
+    computer(
+        &backend,
+        tab,
+        json!({"action": "left_mouse_up", "coordinate": [bx + 100.0, by + 40.0]}),
+    )
+    .await?;
+    let moved: Value = serde_json::from_str(
+        &js(
+            &backend,
+            tab,
+            "[box.offsetLeft, box.offsetTop, boxMoves.length, boxMoves.every((b) => b === 1)]",
+        )
+        .await?,
+    )
+    .expect("box");
+    assert_eq!(
+        (moved[0].clone(), moved[1].clone()),
+        (json!(120), json!(190)),
+        "{moved}"
+    );
+    assert!(
+        moved[2].as_u64().unwrap_or(0) >= 5 && moved[3] == true,
+        "{moved}"
+    );
+    // HTML5 drag and drop across calls: dragstart, drop with its data, dragend.
+    let (dx, dy) = centre(&backend, tab, "source").await?;
+    let (tx, ty) = centre(&backend, tab, "target").await?;
+    computer(
+        &backend,
+        tab,
+        json!({"action": "left_mouse_down", "coordinate": [dx, dy]}),
+    )
+    .await?;
+    computer(
+        &backend,
+        tab,
+        json!({"action": "mouse_move", "coordinate": [dx, dy + 40.0]}),
+    )
+    .await?;
+    computer(
+        &backend,
+        tab,
+        json!({"action": "mouse_move", "coordinate": [tx, ty]}),
+    )
+    .await?;
+    computer(
+        &backend,
+        tab,
+        json!({"action": "left_mouse_up", "coordinate": [tx, ty]}),
+    )
+    .await?;
+    let dnd = until_js(&backend, tab, "dnd.join()", "dragstart,drop:moved,dragend").await?;
+    assert_eq!(dnd, "dragstart,drop:moved,dragend");
+
+    // navigate "reload": the page loads again (a new document, a reload navigation).
+    js(&backend, tab, "window.marker = 1; 1").await?;
+    let out = backend.navigate(tab, "reload").await?;
+    assert_eq!(out, format!("Navigated to {page}"));
+    assert_eq!(
+        js(
+            &backend,
+            tab,
+            "[typeof marker, performance.getEntriesByType('navigation')[0].type].join()"
+        )
+        .await?,
+        "undefined,reload"
+    );
+
+    // The button stays down across a navigation: up after a reload still releases it there.
+    computer(
+        &backend,
+        tab,
+        json!({"action": "left_mouse_down", "coordinate": [600, 30]}),
+    )
+    .await?;
+    backend.navigate(tab, "reload").await?;
+    computer(
+        &backend,
+        tab,
+        json!({"action": "mouse_move", "coordinate": [610, 40]}),
+    )
+    .await?;
+    computer(
+        &backend,
+        tab,
+        json!({"action": "left_mouse_up", "coordinate": [610, 40]}),
+    )
+    .await?;
+    let e = last_event(&backend, tab, "mouseup").await?;
+    assert_eq!(
+        (e["x"].as_f64(), e["button"].as_i64()),
+        (Some(610.0), Some(0)),
+        "{e}"
+    );
+
+    // A tab closed with its button down: nothing of it is kept.
+    let other = backend.new_tab().await?;
+    backend.navigate(other, &page).await?;
+    computer(
+        &backend,
+        other,
+        json!({"action": "left_mouse_down", "coordinate": [30, 30]}),
+    )
+    .await?;
+    let options = browser.options_page().await?;
+    let kept = |t: i64| {
+        format!("chrome.runtime.sendMessage({{type: 'getState', tab: {t}}}).then((s) => s.kept)")
+    };
+    let held = options.eval(&kept(other)).await?;
+    assert!(
+        held.as_array()
+            .is_some_and(|k| k.contains(&json!("held mouse button"))),
+        "{held}"
+    );
+    backend
+        .text("tabs_close_mcp", json!({"tabId": other}))
+        .await?;
+    let mut after = Value::Null;
+    for _ in 0..100 {
+        after = options.eval(&kept(other)).await?;
+        if after == json!([]) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(after, json!([]), "a closed tab's held button is kept");
+    options.close().await?;
+
+    // hold_key: the key goes down once, repeats while held (keydown with repeat set), and comes
+    // up after the duration, by the page's own clock; what it typed matches the repeats.
+    let (kx, ky) = centre(&backend, tab, "keys").await?;
+    computer(
+        &backend,
+        tab,
+        json!({"action": "left_click", "coordinate": [kx, ky]}),
+    )
+    .await?;
+    let out = computer(
+        &backend,
+        tab,
+        json!({"action": "hold_key", "text": "shift+a", "duration": 1.2}),
+    )
+    .await?;
+    assert!(out.starts_with("Held shift+a for 1.2 second(s) ("), "{out}");
+    let repeats: usize = out
+        .rsplit('(')
+        .next()
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(repeats >= 1, "{out}");
+    let keys: Vec<Value> = serde_json::from_str(&js(&backend, tab, "keys").await?).expect("keys");
+    let kinds: Vec<String> = keys
+        .iter()
+        .map(|k| {
+            format!(
+                "{}:{}:{}",
+                k["type"].as_str().unwrap_or(""),
+                k["key"].as_str().unwrap_or(""),
+                k["repeat"]
+            )
+        })
+        .collect();
+    let mut want = vec![
+        "keydown:Shift:false".to_string(),
+        "keydown:A:false".to_string(),
+    ];
+    want.extend(std::iter::repeat_n("keydown:A:true".to_string(), repeats));
+    want.extend(["keyup:A:false".to_string(), "keyup:Shift:false".to_string()]);
+    assert_eq!(kinds, want);
+    let t = |i: usize| keys[i]["t"].as_f64().unwrap_or(f64::NAN);
+    let (down, first_repeat, up) = (t(1), t(2), t(keys.len() - 2));
+    assert!(
+        first_repeat - down >= 400.0,
+        "the first repeat came early: {keys:?}"
+    );
+    assert!(up - down >= 900.0, "released before the duration: {keys:?}");
+    assert_eq!(
+        js(&backend, tab, "document.getElementById('keys').value").await?,
+        "A".repeat(repeats + 1)
+    );
+    // A lone modifier: down and up, no repeats.
+    js(&backend, tab, "keys.length = 0; 1").await?;
+    let out = computer(
+        &backend,
+        tab,
+        json!({"action": "hold_key", "text": "ctrl", "duration": 0.1}),
+    )
+    .await?;
+    assert_eq!(out, "Held ctrl for 0.1 second(s)");
+    assert_eq!(
+        js(
+            &backend,
+            tab,
+            "keys.map((k) => k.type + ':' + k.key).join()"
+        )
+        .await?,
+        "keydown:Control,keyup:Control"
+    );
+    // Bad input: clear errors, nothing held.
+    for (args, says) in [
+        (
+            json!({"action": "hold_key", "text": "a", "duration": 31}),
+            "duration",
+        ),
+        (json!({"action": "hold_key", "text": "a"}), "`duration`"),
+        (
+            json!({"action": "hold_key", "text": "a b", "duration": 1}),
+            "one key or chord",
+        ),
+        (
+            json!({"action": "hold_key", "text": "hyper+a", "duration": 1}),
+            "Unknown modifier",
+        ),
+        (json!({"action": "hold_key", "duration": 1}), "`text`"),
+    ] {
+        let mut args = args;
+        args["tabId"] = json!(tab);
+        let e = backend.error("computer", args.clone()).await?;
+        assert!(e.contains(says), "{args}: {e}");
+    }
+
+    // zoom: the region scaled up to fit the screenshot's size (aspect kept).
+    let r = backend
+        .command(
+            "computer",
+            json!({"tabId": tab, "action": "zoom", "region": [20, 20, 120, 70]}),
+        )
+        .await?;
+    let (text, _, zw, zh) = shot_of(&r);
+    let fit = (w / 100.0).min(h / 50.0).min(8.0);
+    assert!(
+        (f64::from(zw) - 100.0 * fit).abs() <= 1.0 && (f64::from(zh) - 50.0 * fit).abs() <= 1.0,
+        "{text}: {zw}x{zh}, expected {}x{}",
+        100.0 * fit,
+        50.0 * fit
+    );
+    assert!(f64::from(zw) >= 300.0, "{text}: not scaled up");
+    // The extension still serves.
+    assert_eq!(js(&backend, tab, "1 + 1").await?, "2");
+    worker.detach().await?;
     Ok(())
 }

@@ -17,6 +17,11 @@ pub const SCRIPT_MAX_MS: u32 = 110_000;
 /// After a script's time limit, the time the worker may take to stop it and report.
 pub const SCRIPT_STOP_MS: u32 = 5_000;
 
+/// The longest `computer` `wait` or `hold_key` may take (`duration`, seconds; the catalog's
+/// schema says the same): it ends well within [`COMMAND_MS`], so neither declares a limit of
+/// its own.
+pub const INPUT_DURATION_MAX_S: u32 = 30;
+
 /// What a backend adds to the longest a tool may take, for the result to reach it (a result POST
 /// is retried for about 4 s; the outbox waits for a reconnect).
 pub const DELIVERY_MARGIN_MS: u32 = 10_000;
@@ -28,6 +33,8 @@ pub const BACKEND_WAIT_MS: u32 = COMMAND_MS + DELIVERY_MARGIN_MS;
 // The longest script run ends within the command bound, and a backend waits longer than it.
 const _: () = assert!(SCRIPT_MAX_MS + SCRIPT_STOP_MS <= COMMAND_MS);
 const _: () = assert!(BACKEND_WAIT_MS > COMMAND_MS);
+// The longest hold or wait, with time to spare for the input around it.
+const _: () = assert!(INPUT_DURATION_MAX_S * 1000 + 30_000 <= COMMAND_MS);
 
 /// The limit a tool declares for this call from its own arguments, when it has one (today:
 /// `btcp_run_script`'s `timeoutMs`, clamped to its range, plus the time to stop the script).
@@ -63,6 +70,14 @@ mod tests {
             .as_str()
             .unwrap_or_default()
             .contains(&SCRIPT_DEFAULT_MS.to_string()));
+    }
+
+    #[test]
+    fn the_catalog_bounds_wait_and_hold_key_by_the_same_duration() {
+        let spec = crate::tool("computer").expect("listed");
+        let d = &spec.input_schema["properties"]["duration"];
+        assert_eq!(d["maximum"], json!(INPUT_DURATION_MAX_S));
+        assert_eq!(d["minimum"], json!(0));
     }
 
     #[test]

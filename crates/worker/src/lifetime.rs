@@ -40,7 +40,7 @@ pub fn kept(tab: i32) -> Vec<&'static str> {
 type Holds = fn(i32) -> bool;
 
 /// Every per-tab store, by name.
-const STORES: [(&str, Holds); 12] = [
+const STORES: [(&str, Holds); 13] = [
     ("group", group::holds),
     ("boundary", boundary::holds),
     ("debugger", cdp::is_attached),
@@ -53,6 +53,7 @@ const STORES: [(&str, Holds); 12] = [
     ("tools", tools::holds),
     ("URL policy", policy::holds),
     ("active tab", active::holds),
+    ("held mouse button", tools::computer::button_held),
 ];
 
 /// A tab's group changed (`chrome.tabs.onUpdated`): joining the automation group starts its

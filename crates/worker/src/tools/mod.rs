@@ -60,7 +60,8 @@ pub enum Access {
     /// Acts on the page: input, scripts, its dialogs, its window.
     Acts,
     /// Loads a URL in the tab (without the debugger): allowed on a page outside the boundary,
-    /// which it leaves. A history step (`back`, `forward`) is not, as it acts through the page.
+    /// which it leaves. A history step (`back`, `forward`) or `reload` is not, as it acts
+    /// through the page.
     Navigates,
     /// Closes the tab: allowed whatever page it shows; nothing is said of a page afterwards.
     Closes,
@@ -235,7 +236,7 @@ impl Access {
     fn leaves(self, args: &Map<String, Value>) -> bool {
         let history = matches!(
             args.get("url").and_then(Value::as_str).map(str::trim),
-            Some("back" | "forward")
+            Some("back" | "forward" | "reload")
         );
         self == Access::Closes || (self == Access::Navigates && !history)
     }
@@ -310,16 +311,16 @@ fn parse<T: DeserializeOwned>(args: Map<String, Value>) -> Result<T, String> {
 }
 
 /// The tab closed or left the group: what tools keep of it goes (read_page's kept trees, the
-/// screenshots' images and capture mode).
+/// screenshots' images and capture mode, a held mouse button).
 pub fn forget(tab: i32) {
     read_page::forget(tab);
-    computer::screenshot::forget(tab);
+    computer::forget(tab);
     crate::images::forget(tab);
 }
 
 /// Whether tools keep something of the tab.
 pub fn holds(tab: i32) -> bool {
-    read_page::holds(tab) || computer::screenshot::holds(tab) || crate::images::holds(tab)
+    read_page::holds(tab) || computer::holds(tab) || crate::images::holds(tab)
 }
 
 /// Cuts `text` to at most `max` characters, saying how much was left out.

@@ -1,7 +1,7 @@
-//! navigate: load a URL (or go back/forward) in a group tab and wait, bounded, for the load.
-//! Every address, a history step's included, is held to the URL policy first (the scheme
-//! boundary and the backend's hosts, `policy::check_navigation`); a redirect the policy's
-//! request rules refuse fails naming the policy.
+//! navigate: load a URL (or go back/forward, or reload) in a group tab and wait, bounded, for
+//! the load. Every address, a history step's and a reload's included, is held to the URL policy
+//! first (the scheme boundary and the backend's hosts, `policy::check_navigation`); a redirect
+//! the policy's request rules refuse fails naming the policy.
 
 use crate::chrome::tabs;
 use crate::js::{now_ms, sleep_ms};
@@ -33,8 +33,9 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
     let shown = tabs::get(tab).await?;
     let here = shown.url.clone().or(shown.pending_url.clone());
     let step = match args.url.trim() {
-        "back" => Some(-1),
-        "forward" => Some(1),
+        "back" => Some(Step::History(-1)),
+        "forward" => Some(Step::History(1)),
+        "reload" => Some(Step::Reload),
         _ => None,
     };
     let url = match step {
@@ -50,7 +51,8 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
     }
     let before = page_href(tab).await.unwrap_or_default();
     match (step, url.as_deref()) {
-        (Some(delta), _) => history_step(tab, delta, here.as_deref()).await?,
+        (Some(Step::History(delta)), _) => history_step(tab, delta, here.as_deref()).await?,
+        (Some(Step::Reload), _) => reload(tab, here.as_deref()).await?,
         (None, Some(url)) => {
             let sent = now_ms();
             let out = cdp::send(tab, "Page.navigate", json!({ "url": url })).await?;
@@ -76,6 +78,30 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
     } else {
         format!("Navigated to {url} (still loading)")
     }))
+}
+
+/// What a navigate that names no URL does.
+#[derive(Clone, Copy)]
+enum Step {
+    /// One entry back (-1) or forward (1) in the tab's history.
+    History(i64),
+    /// The page shown, loaded again.
+    Reload,
+}
+
+/// Loads the tab's page again, after checking its address against the same policy as any
+/// navigation (a page outside the boundary never gets here: dispatch refuses it, as reloading
+/// acts through the page).
+async fn reload(tab: i32, here: Option<&str>) -> Result<(), String> {
+    let url = here.unwrap_or("");
+    if let Err(rule) = crate::policy::check_navigation(tab, url, here) {
+        return Err(format!(
+            "Cannot reload {url}. Refused: {}. Navigate to an http(s) URL instead.",
+            rule.rule()
+        ));
+    }
+    cdp::send(tab, "Page.reload", json!({})).await?;
+    Ok(())
 }
 
 /// Loads `url` in a tab that shows a refused page, through chrome.tabs (the debugger never
@@ -182,7 +208,8 @@ async fn page_href(tab: i32) -> Option<String> {
     let out = cdp::send_with_timeout(
         tab,
         "Runtime.evaluate",
-        json!({"expression": "location.href + ' ' + document.readyState", "returnByValue": true}),
+        // The document's time origin tells a reloaded page from the one before it.
+        json!({"expression": "location.href + ' ' + performance.timeOrigin + ' ' + document.readyState", "returnByValue": true}),
         2_000,
     )
     .await

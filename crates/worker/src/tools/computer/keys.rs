@@ -158,6 +158,34 @@ pub struct Chord {
     pub key: Option<Key>,
 }
 
+/// The key as Shift gives it: a character key's shifted character (its code and key code
+/// unchanged); other keys as they are.
+fn shifted(key: Key) -> Key {
+    let mut chars = key.key.chars();
+    let (Some(c), None) = (chars.next(), chars.next()) else {
+        return key;
+    };
+    let up = if c.is_ascii_lowercase() {
+        Some(c.to_ascii_uppercase())
+    } else if let Some(d) = c.to_digit(10) {
+        SHIFTED_DIGITS.chars().nth(d as usize)
+    } else {
+        PUNCT
+            .iter()
+            .find(|&&(plain, ..)| plain == c)
+            .map(|&(_, shift, ..)| shift)
+    };
+    match up {
+        Some(up) => Key {
+            key: up.to_string(),
+            text: Some(up.to_string()),
+            shifted: true,
+            ..key
+        },
+        None => key,
+    }
+}
+
 /// Parses "ctrl+shift+k"; an error names the part it doesn't know.
 pub fn chord(text: &str) -> Result<Chord, String> {
     let parts: Vec<&str> = if text == "+" {
@@ -187,6 +215,10 @@ pub fn chord(text: &str) -> Result<Chord, String> {
             if modifier(part).is_some() {
                 out.modifiers |= modifier(part).map(|m| m.0).unwrap_or(0);
                 out.held.push(key);
+            } else if out.modifiers & SHIFT != 0 {
+                // Shift held: the key gives its shifted character, as on a keyboard
+                // ("shift+a" is "A", "shift+1" is "!").
+                out.key = Some(shifted(key));
             } else {
                 out.key = Some(key);
             }
@@ -259,6 +291,22 @@ mod tests {
                 .expect("a key")
                 .code,
             "Equal"
+        );
+        let c = chord("shift+a").expect("a chord");
+        let a = c.key.expect("a key");
+        assert_eq!(
+            (a.key.as_str(), a.code.as_str(), a.text.as_deref()),
+            ("A", "KeyA", Some("A"))
+        );
+        let c = chord("shift+1").expect("a chord");
+        assert_eq!(c.key.expect("a key").key, "!");
+        let c = chord("shift+/").expect("a chord");
+        assert_eq!(c.key.expect("a key").key, "?");
+        let c = chord("shift+Tab").expect("a chord");
+        assert_eq!(c.key.expect("a key").key, "Tab");
+        assert_eq!(
+            chord("ctrl+a").expect("a chord").key.expect("a key").key,
+            "a"
         );
         assert!(chord("hyper+a")
             .expect_err("hyper is no modifier")

@@ -1,6 +1,7 @@
-//! computer: look at and act on a group tab, the 13 actions of TOOLS.md. Coordinates arrive in
-//! the tab's screenshot space and are mapped to CSS pixels (coords); a `ref` resolves through
-//! refs to the centre of its element.
+//! computer: look at and act on a group tab, the 13 actions of TOOLS.md and the browser
+//! toolset's `middle_click`, `left_mouse_down` / `mouse_move` / `left_mouse_up` (the left button
+//! held across calls) and `hold_key`. Coordinates arrive in the tab's screenshot space and are
+//! mapped to CSS pixels (coords); a `ref` resolves through refs to the centre of its element.
 
 mod keyboard;
 mod keys;
@@ -12,6 +13,7 @@ use crate::geometry::scale as coords;
 use crate::js::sleep_ms;
 use crate::tools::{typed, Access, Tool};
 use mouse::Button;
+use protocol::bounds::INPUT_DURATION_MAX_S;
 use protocol::{ContentBlock, ToolResult};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -68,27 +70,66 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
                 content: screenshot::zoom(tab, region).await?,
             })
         }
-        "left_click" | "right_click" | "double_click" | "triple_click" => {
+        "left_click" | "right_click" | "middle_click" | "double_click" | "triple_click" => {
+            not_held(tab, &args.action)?;
             let (button, count, verb) = match args.action.as_str() {
                 "left_click" => (Button::Left, 1, "Clicked"),
                 "right_click" => (Button::Right, 1, "Right-clicked"),
+                "middle_click" => (Button::Middle, 1, "Middle-clicked"),
                 "double_click" => (Button::Left, 2, "Double-clicked"),
                 _ => (Button::Left, 3, "Triple-clicked"),
             };
-            let modifiers = match &args.modifiers {
-                Some(m) => keys::modifier_bits(m)?,
-                None => 0,
-            };
+            let modifiers = modifiers(&args)?;
             let (p, shown) = target(tab, &args).await?;
             mouse::click(tab, p.0, p.1, button, count, modifiers).await?;
             text(format!("{verb} at ({}, {})", shown.0, shown.1))
         }
         "hover" => {
+            not_held(tab, "hover")?;
             let (p, shown) = target(tab, &args).await?;
             mouse::move_to(tab, p.0, p.1, 0, 0).await?;
             text(format!("Hovered at ({}, {})", shown.0, shown.1))
         }
+        "left_mouse_down" => {
+            not_held(tab, "left_mouse_down")?;
+            let modifiers = modifiers(&args)?;
+            let (p, shown) = target(tab, &args).await?;
+            mouse::press(tab, p, modifiers).await?;
+            text(format!(
+                "Pressed the left mouse button at ({}, {}); it stays down until left_mouse_up",
+                shown.0, shown.1
+            ))
+        }
+        "mouse_move" => {
+            let modifiers = modifiers(&args)?;
+            let (p, shown) = target(tab, &args).await?;
+            let held = mouse::holds(tab);
+            mouse::move_held(tab, p, modifiers).await?;
+            text(if held {
+                format!(
+                    "Moved the mouse to ({}, {}) with the left button down",
+                    shown.0, shown.1
+                )
+            } else {
+                format!("Moved the mouse to ({}, {})", shown.0, shown.1)
+            })
+        }
+        "left_mouse_up" => {
+            if !mouse::holds(tab) {
+                return Err(format!(
+                    "The left mouse button is not down on tab {tab}: press it with left_mouse_down first (nothing was sent)."
+                ));
+            }
+            let modifiers = modifiers(&args)?;
+            let (p, shown) = target(tab, &args).await?;
+            mouse::release(tab, p, modifiers).await?;
+            text(format!(
+                "Released the left mouse button at ({}, {})",
+                shown.0, shown.1
+            ))
+        }
         "left_click_drag" => {
+            not_held(tab, "left_click_drag")?;
             let start = args.start_coordinate.ok_or(
                 "Missing required argument `start_coordinate` for left_click_drag ([x, y]).",
             )?;
@@ -116,6 +157,16 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
             )?;
             text(keyboard::key(tab, t, args.repeat.unwrap_or(1)).await?)
         }
+        "hold_key" => {
+            let t = args.text.as_deref().ok_or(
+                "Missing required argument `text` for hold_key (one key or chord, e.g. \"shift\" or \"ctrl+a\").",
+            )?;
+            let secs = args.duration.ok_or(
+                "Missing required argument `duration` for hold_key (seconds to hold, at most 30).",
+            )?;
+            within_duration_bound(secs)?;
+            text(keyboard::hold(tab, t, secs).await?)
+        }
         "scroll" => scroll(tab, &args).await,
         "scroll_to" => {
             let r = args
@@ -127,11 +178,7 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
         }
         "wait" => {
             let secs = args.duration.unwrap_or(1.0);
-            if !(0.0..=30.0).contains(&secs) {
-                return Err(format!(
-                    "Invalid argument `duration`: must be between 0 and 30 seconds, got {secs}."
-                ));
-            }
+            within_duration_bound(secs)?;
             sleep_ms((secs * 1000.0) as u32).await;
             text(format!("Waited for {secs} second(s)"))
         }
@@ -139,6 +186,54 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
             "Invalid argument `action`: {other} is not supported"
         )),
     }
+}
+
+/// `duration` of wait and hold_key (the schema says the same; code mode's calls come here too).
+fn within_duration_bound(secs: f64) -> Result<(), String> {
+    let max = f64::from(INPUT_DURATION_MAX_S);
+    if (0.0..=max).contains(&secs) {
+        Ok(())
+    } else {
+        Err(format!(
+            "Invalid argument `duration`: must be between 0 and {max} seconds, got {secs}."
+        ))
+    }
+}
+
+fn modifiers(args: &Args) -> Result<u32, String> {
+    match &args.modifiers {
+        Some(m) => keys::modifier_bits(m),
+        None => Ok(0),
+    }
+}
+
+/// Refuses a pointer action that presses or moves without the button while `left_mouse_down`
+/// holds the left button on the tab (nothing is sent).
+fn not_held(tab: i32, action: &str) -> Result<(), String> {
+    let Some((x, y)) = mouse::held(tab) else {
+        return Ok(());
+    };
+    let (x, y) = coords::to_screenshot(tab, x, y);
+    Err(format!(
+        "The left mouse button is down on tab {tab} (left_mouse_down; the pointer is at ({x}, {y})): release it with left_mouse_up before {action} (mouse_move moves it while held; nothing was sent)."
+    ))
+}
+
+/// The tab closed or left the group: what computer keeps of it goes (the capture mode, a held
+/// mouse button).
+pub fn forget(tab: i32) {
+    screenshot::forget(tab);
+    mouse::forget(tab);
+}
+
+/// Whether computer keeps the tab's capture mode.
+pub fn holds(tab: i32) -> bool {
+    screenshot::holds(tab)
+}
+
+/// Whether the tab's left mouse button is held down (`left_mouse_down`, not yet released).
+pub fn button_held(tab: i32) -> bool {
+    mouse::holds(tab)
 }
 
 /// The point to act on, in CSS px, and as the agent sees it: from `ref` (scrolled into view)

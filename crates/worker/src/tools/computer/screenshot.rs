@@ -1,5 +1,6 @@
 //! Screenshots: the viewport captured in CSS pixels, scaled down to the image budget, as JPEG;
-//! `zoom` captures a region at full resolution. One `Page.captureScreenshot` per image: Chrome
+//! `zoom` captures a region scaled up, to fit the screenshot's size (at most 8 times the
+//! screenshot's own scale). One `Page.captureScreenshot` per image: Chrome
 //! scales to the target size in the capture itself (the clip's scale), and the whole viewport at
 //! its own device pixels is captured without a clip. The tab remembers the screenshot/viewport
 //! ratio (coords) and each image is kept under an id for upload_image (`crate::images`). A tab
@@ -23,6 +24,8 @@ const MAX_SIDE: f64 = 1568.0;
 /// About 1568 image tokens of 28×28 px.
 const MAX_PIXELS: f64 = 1568.0 * 28.0 * 28.0;
 const JPEG_QUALITY: u32 = 80;
+/// The most a zoom enlarges a region, in image pixels per screenshot pixel.
+const ZOOM_MAX: f64 = 8.0;
 
 /// The viewport's CSS size, scroll offset, device pixel ratio, and whether the page is shown.
 pub struct Viewport {
@@ -65,6 +68,15 @@ pub fn budget_scale(width: f64, height: f64) -> f64 {
     1.0_f64
         .min(MAX_SIDE / width.max(height))
         .min((MAX_PIXELS / (width * height)).sqrt())
+}
+
+/// Image pixels per CSS pixel of a zoom into a `w`×`h` CSS px region of a viewport of this size:
+/// the region fitted into the size of the viewport's screenshot (its aspect kept), so that it
+/// is never smaller than in the screenshot, never larger than the screenshot (within the image
+/// limits), and enlarged at most [`ZOOM_MAX`] times.
+pub fn zoom_scale(vp_width: f64, vp_height: f64, w: f64, h: f64) -> f64 {
+    let fit = (vp_width / w).min(vp_height / h);
+    budget_scale(vp_width, vp_height) * fit.clamp(1.0, ZOOM_MAX)
 }
 
 /// The viewport of a tab that paints: a hidden tab (a background tab never paints, so its
@@ -268,7 +280,8 @@ pub async fn screenshot(tab: i32) -> Result<Vec<ContentBlock>, String> {
     ])
 }
 
-/// The zoom action: a region given in screenshot coordinates, captured at full resolution.
+/// The zoom action: a region given in screenshot coordinates, scaled up (see [`zoom_scale`]);
+/// Chrome renders the region at that scale in the capture (a sharp image, not enlarged pixels).
 pub async fn zoom(tab: i32, region: [f64; 4]) -> Result<Vec<ContentBlock>, String> {
     let vp = shown_viewport(tab).await?;
     let (x0, y0) = coords::to_viewport(tab, region[0], region[1]);
@@ -286,8 +299,7 @@ pub async fn zoom(tab: i32, region: [f64; 4]) -> Result<Vec<ContentBlock>, Strin
         ));
     }
     let (w, h) = (x1 - x0, y1 - y0);
-    // Full resolution: device pixels, within the image budget.
-    let scale = vp.dpr * budget_scale(w * vp.dpr, h * vp.dpr);
+    let scale = zoom_scale(vp.width, vp.height, w, h);
     let clip = Region {
         x: vp.scroll_x + x0,
         y: vp.scroll_y + y0,
@@ -308,7 +320,9 @@ pub async fn zoom(tab: i32, region: [f64; 4]) -> Result<Vec<ContentBlock>, Strin
 
 #[cfg(test)]
 mod tests {
-    use super::{budget_scale, capture_params, whole, Region, Viewport};
+    use super::{
+        budget_scale, capture_params, whole, zoom_scale, Region, Viewport, MAX_PIXELS, MAX_SIDE,
+    };
     use serde_json::json;
 
     fn viewport(width: f64, height: f64, dpr: f64) -> Viewport {
@@ -363,6 +377,28 @@ mod tests {
             json!({"x": 100.0, "y": 200.0, "width": 400.0, "height": 100.0, "scale": 1.0})
         );
         assert_eq!(p["quality"], 80);
+    }
+
+    #[test]
+    fn a_zoom_fits_its_region_into_the_screenshot_size_enlarged_at_most_8_times() {
+        // 1280x720 at scale 1: a 320x90 region is fitted to the width (4x), a 64x360 one to
+        // the height (2x), a 20x10 icon enlarged 8x, the whole viewport 1:1.
+        assert_eq!(zoom_scale(1280.0, 720.0, 320.0, 90.0), 4.0);
+        assert_eq!(zoom_scale(1280.0, 720.0, 64.0, 360.0), 2.0);
+        assert_eq!(zoom_scale(1280.0, 720.0, 20.0, 10.0), 8.0);
+        assert_eq!(zoom_scale(1280.0, 720.0, 1280.0, 720.0), 1.0);
+        // A viewport the budget scales down: the zoom is at most the screenshot's size.
+        let (vw, vh) = (1700.0, 900.0);
+        let shot = budget_scale(vw, vh);
+        for (w, h) in [(400.0, 300.0), (1700.0, 900.0), (1000.0, 100.0), (3.0, 2.0)] {
+            let s = zoom_scale(vw, vh, w, h);
+            assert!(s >= shot, "{w}x{h}: smaller than in the screenshot");
+            assert!(
+                w * s <= vw * shot + 1e-6 && h * s <= vh * shot + 1e-6,
+                "{w}x{h}: beyond the screenshot's size"
+            );
+            assert!((w * s) * (h * s) <= MAX_PIXELS + 1.0 && (w * s).max(h * s) <= MAX_SIDE);
+        }
     }
 
     #[test]
