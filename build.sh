@@ -60,6 +60,7 @@ setup_rust() {
     say "installing axe-core $AXE_VERSION (accessibility checks in the tests)"
     npm install --prefix "$TOOLS" --no-save --no-audit --no-fund "binaryen@$BINARYEN_VERSION" "axe-core@$AXE_VERSION" >/dev/null
   fi
+  setup_ts_client
   setup_wasm_cc
 }
 
@@ -74,6 +75,17 @@ setup_wasm_cc() {
     echo "clang is missing: install clang, lld and llvm (QuickJS is compiled for wasm32 with them)." >&2
     return 1
   fi
+}
+
+# The TypeScript driver's dependencies (the SDK it is tested with, TypeScript), from its lock
+# file; skipped while node_modules holds what that lock file names.
+setup_ts_client() {
+  local dir="$ROOT/clients/typescript"
+  cmp -s "$dir/package-lock.json" "$dir/node_modules/.installed-lock.json" 2>/dev/null && return 0
+  have npm || { say "installing npm"; as_root apt-get update -qq; as_root apt-get install -y -qq npm; }
+  say "installing the TypeScript driver's dependencies (npm ci in clients/typescript)"
+  (cd "$dir" && npm ci --no-audit --no-fund >/dev/null)
+  cp "$dir/package-lock.json" "$dir/node_modules/.installed-lock.json"
 }
 
 # Playwright MCP, the peer of ./build.sh bench, in a folder of its own (an npm install into
