@@ -492,7 +492,11 @@ class Policy(Driven):
                 self.open_fixture()
                 self.page.js(self.active, f"document.body.dataset.away = {json.dumps(elsewhere)}")
                 lines = texts(self.call("left_click", target=self.centre("#away")))
-                lines += "\n" + texts(self.toolset.tool_result(use("wait", duration=0.3)))
+                # The refusal is reported with the call that saw it, or with a later one: polled,
+                # bounded (a call on the tab may itself be refused: it shows the refused address).
+                deadline = time.monotonic() + 10
+                while "A navigation was refused." not in lines and time.monotonic() < deadline:
+                    lines += "\n" + texts(self.toolset.tool_result(use("wait", duration=0.2)))
                 self.assertIn("A navigation was refused.", lines)
                 # The tab shows the refused address, not the page: Chrome's blocked page, which nothing reads.
                 self.assertEqual(self.fail_call("get_page_text").splitlines()[0], phrases.URL_POLICY_REFUSED)
