@@ -291,9 +291,27 @@ async fn the_url_policy_refuses_hosts_before_their_requests_leave() -> Result<()
     .await?;
 
     // Blocked hosts: refused even with every other host allowed.
-    let policy = set_policy(&backend, json!({"blockedHosts": ["LOCALHOST."]})).await?;
+    // Written as the browser's URL parser writes hosts: lowercase, no trailing dot, punycode.
+    let policy = set_policy(
+        &backend,
+        json!({"blockedHosts": ["LOCALHOST.", "BÜCHER.example"]}),
+    )
+    .await?;
     assert_eq!(policy["allowedHosts"], Value::Null);
-    assert_eq!(policy["blockedHosts"], json!(["localhost"]));
+    assert_eq!(
+        policy["blockedHosts"],
+        json!(["localhost", "xn--bcher-kva.example"])
+    );
+    let e = backend
+        .error(
+            "navigate",
+            json!({"tabId": tab, "url": "http://Bücher.example/"}),
+        )
+        .await?;
+    assert!(
+        e.contains("refuses the host xn--bcher-kva.example (it is a blocked host)"),
+        "{e}"
+    );
     backend
         .navigate(tab, &page("hello.html?blocked-list"))
         .await?;

@@ -328,24 +328,59 @@ pub fn canonical_host(raw: &str) -> Option<String> {
         let addr: Ipv6Addr = inner.strip_suffix(']')?.parse().ok()?;
         return Some(format!("[{addr}]"));
     }
-    let lower: String = decoded
+    let mapped: String = decoded
         .chars()
         .map(|c| match c {
             '\u{3002}' | '\u{FF0E}' | '\u{FF61}' => '.',
             c => c,
         })
-        .flat_map(char::to_lowercase)
         .collect();
-    let lower = lower.strip_suffix('.').unwrap_or(&lower);
-    if lower
+    let mapped = mapped.strip_suffix('.').unwrap_or(&mapped);
+    // No character's lowercase is one of these (or a control), so they are checked before.
+    if mapped
         .chars()
         .any(|c| c.is_control() || " #%/:<>?@[\\]^|".contains(c))
     {
         return None;
     }
-    if let Some(v4) = ipv4(lower) {
+    let lower = if mapped.is_ascii() {
+        mapped.to_ascii_lowercase()
+    } else {
+        unicode_host(mapped)?
+    };
+    if let Some(v4) = ipv4(&lower) {
         return v4;
     }
+    Some(lower)
+}
+
+/// How a name with characters beyond ASCII becomes the browser's ASCII form (lowercase, labels
+/// in punycode), for [`canonical_host`]. The worker sets the browser's own URL parser here
+/// ([`set_unicode_hosts`]), so the wasm links no Unicode case tables; natively (the server, the
+/// tests) the Rust one in this module answers.
+static UNICODE_HOSTS: std::sync::OnceLock<fn(&str) -> Option<String>> = std::sync::OnceLock::new();
+
+/// Sets how [`canonical_host`] writes a name beyond ASCII (once; later calls change nothing).
+/// It gets the name without percent-escapes or a trailing dot, and answers its ASCII form, or
+/// `None` when no parser accepts it.
+pub fn set_unicode_hosts(canonicalize: fn(&str) -> Option<String>) {
+    let _ = UNICODE_HOSTS.set(canonicalize);
+}
+
+fn unicode_host(name: &str) -> Option<String> {
+    if let Some(canonicalize) = UNICODE_HOSTS.get() {
+        return canonicalize(name).filter(|h| h.is_ascii());
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    return native_unicode_host(name);
+    #[cfg(target_arch = "wasm32")]
+    None
+}
+
+/// Lowercase, then each label beyond ASCII in punycode.
+#[cfg(not(target_arch = "wasm32"))]
+fn native_unicode_host(name: &str) -> Option<String> {
+    let lower: String = name.chars().flat_map(char::to_lowercase).collect();
     let labels: Option<Vec<String>> = lower
         .split('.')
         .map(|label| {
@@ -430,6 +465,7 @@ fn percent_decode(s: &str) -> Option<String> {
 }
 
 /// RFC 3492 punycode of one label (without the `xn--` prefix).
+#[cfg(not(target_arch = "wasm32"))]
 fn punycode(label: &str) -> Option<String> {
     const BASE: u32 = 36;
     const TMIN: u32 = 1;

@@ -31,6 +31,7 @@ use wasm_bindgen_futures::spawn_local;
 /// The worker started (install, browser start, or Chrome woke it for an event).
 #[wasm_bindgen]
 pub fn boot() {
+    policy::use_browser_hosts();
     spawn_local(session::resume());
     // Group tabs still attached from before a restart are recorded again at once.
     spawn_local(lifetime::resume());

@@ -107,6 +107,26 @@ pub async fn ready() {
     }
 }
 
+#[wasm_bindgen::prelude::wasm_bindgen]
+extern "C" {
+    #[wasm_bindgen(js_name = URL)]
+    type JsUrl;
+    #[wasm_bindgen(constructor, catch, js_class = "URL")]
+    fn new(url: &str) -> Result<JsUrl, wasm_bindgen::JsValue>;
+    #[wasm_bindgen(method, getter)]
+    fn hostname(this: &JsUrl) -> String;
+}
+
+/// Host names beyond ASCII are written as the browser's URL parser writes them (lowercase,
+/// punycode), so the host rules link no Unicode tables into the wasm. Set at boot.
+pub fn use_browser_hosts() {
+    protocol::host_rules::set_unicode_hosts(|name| {
+        JsUrl::new(&format!("http://{name}/"))
+            .ok()
+            .map(|u| u.hostname())
+    });
+}
+
 fn hosts_of(p: &Policy) -> Result<HostPolicy, String> {
     HostPolicy::new(p.allowed_hosts.as_deref(), &p.blocked_hosts)
 }
