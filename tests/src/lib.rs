@@ -53,6 +53,24 @@ pub fn init() {
     }
 }
 
+/// Polls `check` every 50 ms until it is true, at most `within`; else an error naming `what`.
+pub async fn until<F, Fut>(what: &str, within: std::time::Duration, mut check: F) -> Result<()>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<bool>>,
+{
+    let start = std::time::Instant::now();
+    loop {
+        if check().await? {
+            return Ok(());
+        }
+        if start.elapsed() > within {
+            return Err(Error::new(format!("{what}: not within {within:?}")));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
 /// The usual start of a browser test: fixtures, a fresh server, and Chromium whose extension
 /// was configured through its Options page and is connected.
 pub async fn connected() -> Result<(FixtureServer, Backend, Browser)> {

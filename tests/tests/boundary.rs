@@ -7,31 +7,13 @@
 //! keeps serving.
 
 use browser_operator_e2e::{
-    connected, js_string, tabs_context, Backend, Browser, BrowserOptions, Error, FixtureServer,
-    Result, Session,
+    connected, js_string, tabs_context, until, Backend, Browser, BrowserOptions, Error,
+    FixtureServer, Result, Session,
 };
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
 const WAIT: Duration = Duration::from_secs(20);
-
-/// Polls `check` every 50 ms until it is true, at most `within`.
-async fn until<F, Fut>(what: &str, within: Duration, mut check: F) -> Result<()>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<bool>>,
-{
-    let start = Instant::now();
-    loop {
-        if check().await? {
-            return Ok(());
-        }
-        if start.elapsed() > within {
-            return Err(Error::new(format!("{what}: not within {within:?}")));
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
 
 /// The tab as chrome.tabs sees it (from the extension's worker).
 async fn chrome_tab(worker: &Session, tab: i64) -> Result<Value> {

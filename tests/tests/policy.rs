@@ -5,29 +5,13 @@
 //! mode's reach; dialogs answered by the policy and reported, a dialog loop bounded; downloads
 //! reported (finished with their size, failed, never finishing without a hang).
 
-use browser_operator_e2e::{connected, js_string, Backend, Error, FixtureServer, Result, Session};
+use browser_operator_e2e::{
+    connected, js_string, until, Backend, Error, FixtureServer, Result, Session,
+};
 use serde_json::{json, Value};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const WAIT: Duration = Duration::from_secs(20);
-
-/// Polls `check` every 50 ms until it is true, at most `within`.
-async fn until<F, Fut>(what: &str, within: Duration, mut check: F) -> Result<()>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<bool>>,
-{
-    let start = Instant::now();
-    loop {
-        if check().await? {
-            return Ok(());
-        }
-        if start.elapsed() > within {
-            return Err(Error::new(format!("{what}: not within {within:?}")));
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
 
 /// The changes waiting for the next state report (not drained).
 async fn pending(worker: &Session) -> Result<Vec<Value>> {
