@@ -1,5 +1,7 @@
 // The Options page: shows the config and live status, and asks the worker to save, connect or
 // disconnect. It holds no state of its own; the worker validates and decides.
+import { renderConnections, watchConnections } from "./connections.js";
+
 const $ = (id) => document.getElementById(id);
 const fields = ["transport", "serverUrl", "token", "commandPath", "resultPath", "target"];
 const EXAMPLES = { websocket: "ws://127.0.0.1:8787/ws" };
@@ -79,8 +81,23 @@ async function load() {
   // A change seen while getState was in flight is newer than its snapshot.
   if (!statusChanged) showStatus(state.status);
   if (state.settings) $("idleMinutes").value = String(state.settings.idleMinutes);
+  showConnections(state);
   document.body.dataset.ready = "true";
 }
+
+// The list of connections, shown once there is more than the one the form edits.
+function showConnections(state) {
+  $("connections-section").hidden = !(state.connections ?? []).some((c) => c.id !== 0);
+  $("max-connections").textContent = String(state.maxConnections ?? 8);
+  renderConnections($("connections"), state, {
+    onError: (message) => { $("connections-error").textContent = message; },
+  });
+}
+
+watchConnections(async () => {
+  const state = await chrome.runtime.sendMessage({ type: "getState" });
+  if (state) showConnections(state);
+});
 
 $("form").addEventListener("submit", async (event) => {
   event.preventDefault();

@@ -1,5 +1,7 @@
 // The toolbar popup: a parked pairing offer as a card (Accept / Dismiss), otherwise the live
 // status with Connect / Disconnect. All state and decisions live in the worker.
+import { renderConnections, watchConnections } from "./connections.js";
+
 const $ = (id) => document.getElementById(id);
 const LABELS = { disconnected: "Disconnected", connecting: "Connecting", connected: "Connected", error: "Error" };
 const TRANSPORTS = { websocket: "WebSocket", "sse-http": "SSE + HTTP", "http-poll": "HTTP long polling", "http-short-poll": "HTTP short polling" };
@@ -59,8 +61,21 @@ async function load() {
   const target = state.config?.target;
   $("target-line").hidden = !target;
   $("target").textContent = target ?? "";
+  showConnections(state);
   document.body.dataset.ready = "true";
 }
+
+// With more than one connection, each one's group and status.
+function showConnections(state) {
+  const several = (state.connections ?? []).some((c) => c.id !== 0);
+  $("connections").hidden = !several;
+  renderConnections($("connections"), several ? state : { connections: [] }, { compact: true });
+}
+
+watchConnections(async () => {
+  const state = await chrome.runtime.sendMessage({ type: "getState" });
+  if (state) showConnections(state);
+});
 
 // Loopback servers are in host_permissions; another HTTP backend is asked for on this click.
 async function allowServer(offer) {

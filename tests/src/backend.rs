@@ -100,6 +100,7 @@ impl Backend {
         Caller {
             url: self.http_url(),
             token: self.token.clone(),
+            agent: None,
         }
     }
 
@@ -246,9 +247,17 @@ impl Drop for Backend {
 pub struct Caller {
     url: String,
     token: String,
+    agent: Option<String>,
 }
 
 impl Caller {
+    /// The same caller, its commands sent for `agent` (`agent` of `POST /commands`: the
+    /// browser drives its own tab group for it).
+    pub fn as_agent(mut self, agent: &str) -> Caller {
+        self.agent = Some(agent.to_string());
+        self
+    }
+
     /// Runs a tool in the browser; the command result, or the HTTP error.
     pub async fn command(&self, tool: &str, args: Value) -> Result<CommandResult> {
         let request = Call {
@@ -258,6 +267,7 @@ impl Caller {
             args: args.as_object().cloned().unwrap_or_else(Map::new),
             target: None,
             timeout: Some(Duration::from_secs(60)),
+            agent: self.agent.clone(),
         };
         let answer = tokio::task::spawn_blocking(move || call::call(&request))
             .await

@@ -241,6 +241,17 @@ impl HttpInner {
 impl HttpMcp {
     /// Initializes a session with `http://…/mcp`.
     pub async fn connect(base_url: &str, token: &str) -> Result<HttpMcp> {
+        Self::connect_as(base_url, token, "browser-operator-e2e", json!({})).await
+    }
+
+    /// [`HttpMcp::connect`] as the client `name`, announcing `capabilities` in `initialize`.
+    pub async fn connect_as(
+        base_url: &str,
+        token: &str,
+        name: &str,
+        capabilities: Value,
+    ) -> Result<HttpMcp> {
+        let name = name.to_string();
         let url = format!("{}/mcp", base_url.trim_end_matches('/'));
         let token = token.to_string();
         tokio::task::spawn_blocking(move || -> Result<HttpMcp> {
@@ -259,8 +270,8 @@ impl HttpMcp {
             let (session, body) = inner.post(
                 "",
                 &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-                    "protocolVersion": "2025-06-18", "capabilities": {},
-                    "clientInfo": {"name": "browser-operator-e2e", "version": "1"}}}),
+                    "protocolVersion": "2025-06-18", "capabilities": capabilities,
+                    "clientInfo": {"name": name, "version": "1"}}}),
             )?;
             let init = jsonrpc_messages(&body);
             if init.first().map(|m| &m["result"]["serverInfo"]["name"])

@@ -20,6 +20,9 @@ pub enum ServerFrame {
         tool: String,
         #[serde(default)]
         args: Map<String, Value>,
+        /// See [`Command::agent`].
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        agent: Option<String>,
     },
     Error {
         message: String,
@@ -35,6 +38,7 @@ impl ServerFrame {
             id: c.id,
             tool: c.tool,
             args: c.args,
+            agent: c.agent,
         }
     }
 }

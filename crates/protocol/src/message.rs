@@ -11,7 +11,15 @@ pub struct Command {
     /// Tool-specific arguments; a missing `args` is an empty object.
     #[serde(default)]
     pub args: Map<String, Value>,
+    /// The agent the backend acts for, when one backend serves several (an MCP server's client
+    /// sessions): the extension gives each agent of a connection its own tab group. Optional;
+    /// a backend that serves one agent leaves it out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
 }
+
+/// The longest `agent` name accepted.
+pub const MAX_AGENT_CHARS: usize = 64;
 
 /// The largest command the extension reads, as JSON text (a frame, an SSE event, one command
 /// of a poll batch). A bigger one is answered with an error, not run.
@@ -116,7 +124,28 @@ impl Command {
                 ))
             }
         };
-        Ok(Command { id, tool, args })
+        let agent = match o.remove("agent") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(a)) if !a.is_empty() && a.chars().count() <= MAX_AGENT_CHARS && !a.chars().any(char::is_control) => Some(a),
+            Some(Value::String(_)) => {
+                return Err(Malformed::new(
+                    Some(id),
+                    format!("`agent` must be 1 to {MAX_AGENT_CHARS} characters without control characters"),
+                ))
+            }
+            Some(other) => {
+                return Err(Malformed::new(
+                    Some(id),
+                    format!("`agent` must be a string, got {}", kind(&other)),
+                ))
+            }
+        };
+        Ok(Command {
+            id,
+            tool,
+            args,
+            agent,
+        })
     }
 }
 

@@ -82,6 +82,10 @@ pub struct CommandRequest {
     pub target: Option<String>,
     #[serde(default)]
     pub timeout_ms: Option<u64>,
+    /// The agent the command acts for: the browser gives each agent of a backend its own tab
+    /// group (an MCP server sets it per client session).
+    #[serde(default)]
+    pub agent: Option<String>,
 }
 
 impl CommandRequest {
@@ -107,6 +111,17 @@ impl CommandRequest {
         }
         if request.timeout_ms == Some(0) {
             return Err("Invalid command request: `timeoutMs` must be at least 1.".into());
+        }
+        if let Some(agent) = &request.agent {
+            if agent.is_empty()
+                || agent.chars().count() > protocol::MAX_AGENT_CHARS
+                || agent.chars().any(char::is_control)
+            {
+                return Err(format!(
+                    "Invalid command request: `agent` must be 1 to {} characters without control characters.",
+                    protocol::MAX_AGENT_CHARS
+                ));
+            }
         }
         Ok(request)
     }
@@ -167,6 +182,7 @@ async fn run(
             target,
             timeout,
             bound,
+            request.agent.as_deref(),
         )
         .await;
     // Timeouts and completed commands are logged by the relay, with their id.

@@ -23,6 +23,8 @@ pub struct Call {
     pub target: Option<String>,
     /// Sent as `timeoutMs`; `None` leaves the server's default.
     pub timeout: Option<Duration>,
+    /// Sent as `agent` when set: the agent (its own tab group) the command acts for.
+    pub agent: Option<String>,
 }
 
 /// The server's answer to a call that reached the browser.
@@ -121,6 +123,9 @@ pub fn base_url(url: Option<&str>, port: u16) -> String {
 pub fn call(call: &Call) -> Result<Answer, CallError> {
     let url = call.url.trim_end_matches('/').to_string();
     let mut body = json!({ "tool": call.tool, "args": call.args });
+    if let Some(agent) = &call.agent {
+        body["agent"] = json!(agent);
+    }
     if let Some(target) = &call.target {
         body["target"] = json!(target);
     }

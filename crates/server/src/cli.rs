@@ -93,6 +93,10 @@ pub struct ServeArgs {
     /// Token instead of $BROWSER_OPERATOR_TOKEN or the token file.
     #[arg(long)]
     pub token: Option<String>,
+    /// Give every MCP client session its own tab group in the browser (a client can also ask
+    /// for one itself: the experimental capability "browserOperator/ownTabGroup").
+    #[arg(long)]
+    pub group_per_session: bool,
 }
 
 #[derive(Debug, Args)]
@@ -229,6 +233,7 @@ impl Setup {
         let mut config =
             ServerConfig::new(SocketAddr::new(args.host, args.port), token.value.clone());
         config.tokens = TokenStore::from_env();
+        config.group_per_session = args.group_per_session;
         runtime.block_on(body(Setup { token, config }))
     }
 
@@ -351,7 +356,8 @@ fn mcp(args: ServeArgs) -> ExitCode {
             Err(e) => return setup.cannot_listen(e),
         };
         setup.note_created_token();
-        let tools = BrowserTools::new(backend.clone(), setup.config.command_timeout);
+        let tools = BrowserTools::new(backend.clone(), setup.config.command_timeout)
+            .with_group_per_session(setup.config.group_per_session);
         let code = tokio::select! {
             r = crate::mcp::serve_stdio(tools) => match r {
                 Ok(()) => ExitCode::SUCCESS,
@@ -446,6 +452,7 @@ fn run_call(args: CallArgs) -> ExitCode {
         args: tool_args,
         target: args.target,
         timeout: args.timeout,
+        agent: None,
     };
     let answer = match call::call(&request) {
         Ok(a) => a,

@@ -35,6 +35,9 @@ pub struct ServerConfig {
     /// Per-target tokens browsers may also connect with, and where the /pair page keeps the
     /// tokens it issues (none by default: pairing then says it has nowhere to keep them).
     pub tokens: target_tokens::TokenStore,
+    /// Every MCP client session gets its own tab group in the browser (`agent` on its
+    /// commands), not only the sessions that ask for one.
+    pub group_per_session: bool,
 }
 
 impl ServerConfig {
@@ -48,6 +51,7 @@ impl ServerConfig {
             header_timeout: DEFAULT_HEADER_TIMEOUT,
             auth_failure_delay: throttle::DEFAULT_FAILURE_DELAY,
             tokens: target_tokens::TokenStore::none(),
+            group_per_session: false,
         }
     }
 }

@@ -263,8 +263,8 @@ fn sse(app: AppState, target: String, link: Link) -> Response {
         }
         let step = tokio::select! {
             frame = s.commands.recv() => match frame {
-                Some(ServerFrame::Command { id, tool, args }) => {
-                    let cmd = Command { id, tool, args };
+                Some(ServerFrame::Command { id, tool, args, agent }) => {
+                    let cmd = Command { id, tool, args, agent };
                     Step::Send(format!("data: {}\n\n", serde_json::to_string(&cmd).unwrap_or_default()))
                 }
                 Some(_) => Step::Send(String::new()),
@@ -368,7 +368,17 @@ async fn poll(app: AppState, target: String, wait: Duration, link: Link) -> Resp
     let commands: Vec<Command> = batch
         .into_iter()
         .filter_map(|f| match f {
-            ServerFrame::Command { id, tool, args } => Some(Command { id, tool, args }),
+            ServerFrame::Command {
+                id,
+                tool,
+                args,
+                agent,
+            } => Some(Command {
+                id,
+                tool,
+                args,
+                agent,
+            }),
             _ => None,
         })
         .collect();

@@ -522,12 +522,13 @@ impl Relay {
         target: Option<&str>,
         timeout: Duration,
     ) -> Result<CommandResult, CommandError> {
-        self.run_command_bounded(tool, args, target, timeout, WaitBound::Server)
+        self.run_command_bounded(tool, args, target, timeout, WaitBound::Server, None)
             .await
     }
 
     /// [`run_command`](Self::run_command) waiting at least `base` (which is `base_bound`),
-    /// longer when the tool declares a longer limit (see [`wait_for`]).
+    /// longer when the tool declares a longer limit (see [`wait_for`]); `agent`: the agent the
+    /// command acts for (its own tab group in the browser), when the caller names one.
     pub async fn run_command_bounded(
         &self,
         tool: &str,
@@ -535,9 +536,10 @@ impl Relay {
         target: Option<&str>,
         base: Duration,
         base_bound: WaitBound,
+        agent: Option<&str>,
     ) -> Result<CommandResult, CommandError> {
         let (timeout, bound) = wait_for(tool, &args, base, base_bound);
-        let (id, receiver) = self.send_command(tool, args, target)?;
+        let (id, receiver) = self.send_command(tool, args, target, agent)?;
         let guard = PendingGuard { relay: self, id };
         let started = Instant::now();
         let outcome = tokio::time::timeout(timeout, receiver).await;
@@ -580,6 +582,7 @@ impl Relay {
         tool: &str,
         args: Map<String, Value>,
         target: Option<&str>,
+        agent: Option<&str>,
     ) -> Result<(String, oneshot::Receiver<CommandResult>), CommandError> {
         let mut state = self.lock();
         if state.closed {
@@ -626,6 +629,7 @@ impl Relay {
             id: id.clone(),
             tool: tool.to_string(),
             args,
+            agent: agent.map(str::to_string),
         };
         let sent = state
             .browsers

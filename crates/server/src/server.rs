@@ -72,6 +72,7 @@ impl RunningServer {
             tokens: config.tokens,
             http: Arc::default(),
             throttle: Arc::new(AuthThrottle::new(config.auth_failure_delay)),
+            group_per_session: config.group_per_session,
         };
         let limits = listen::Limits {
             header_timeout: config.header_timeout,

@@ -24,6 +24,8 @@ pub(crate) struct AppState {
     pub(crate) tokens: TokenStore,
     pub(crate) http: Arc<HttpState>,
     pub(crate) throttle: Arc<AuthThrottle>,
+    /// See `ServerConfig::group_per_session`.
+    pub(crate) group_per_session: bool,
 }
 
 /// Counts the WebSocket sessions still running, so shutdown can wait for them: axum's

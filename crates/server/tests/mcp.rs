@@ -66,13 +66,18 @@ impl Mcp {
     }
 
     fn connect(addr: SocketAddr) -> Mcp {
+        Self::connect_as(addr, "test", json!({}))
+    }
+
+    /// A session of the client `name`, announcing `capabilities`.
+    fn connect_as(addr: SocketAddr, name: &str, capabilities: Value) -> Mcp {
         let mut mcp = Mcp {
             url: format!("http://{addr}/mcp"),
             token: TOKEN.into(),
             session: String::new(),
         };
         let mut response = mcp.post(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}));
+            "protocolVersion": "2025-06-18", "capabilities": capabilities, "clientInfo": {"name": name, "version": "1"}}}));
         assert_eq!(response.status().as_u16(), 200);
         mcp.session = response
             .headers()
@@ -683,5 +688,60 @@ async fn a_browser_that_does_not_answer_gets_the_catalog_only() {
     let list = blocking(move || m.request(1, "tools/list", json!({}))).await;
     let tools = list["result"]["tools"].as_array().expect("tools");
     assert_eq!(tools.len(), listed_catalog_len() + 2, "{list}");
+    server.shutdown().await;
+}
+
+/// The agent (its own tab group) a session's commands carry: none unless the session asks for
+/// one (the experimental capability) or the server gives one to every session; each its own.
+/// `POST /commands` carries the caller's `agent` as given, and refuses a bad one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_that_ask_get_an_agent_of_their_own() {
+    let server = start(TokenStore::none()).await;
+    let addr = server.addr();
+    let mut ws = extension(addr, None).await;
+    let own = json!({"experimental": {"browserOperator/ownTabGroup": {}}});
+    let (o1, o2) = (own.clone(), own.clone());
+    let first = blocking(move || Mcp::connect_as(addr, "asker", o1)).await;
+    let second = blocking(move || Mcp::connect_as(addr, "asker", o2)).await;
+    let plain = blocking(move || Mcp::connect(addr)).await;
+    let mut agents = Vec::new();
+    for (n, mcp) in [first, second, plain].into_iter().enumerate() {
+        let call = tokio::spawn(blocking(move || mcp.call(1, "tabs_context_mcp", json!({}))));
+        let cmd = answer(&mut ws, json!({"content": [{"type": "text", "text": "ok"}]})).await;
+        assert_eq!(call.await.unwrap()["content"][0]["text"], "ok");
+        agents.push(cmd["agent"].clone());
+        if n < 2 {
+            let name = cmd["agent"].as_str().unwrap_or_default();
+            assert!(name.starts_with("asker "), "{cmd}");
+        }
+    }
+    assert_ne!(agents[0], agents[1], "two sessions share an agent");
+    assert_eq!(agents[2], Value::Null, "a session that did not ask got an agent");
+
+    // The command API passes the caller's agent on, and refuses one that is not a name.
+    let body = json!({"tool": "tabs_context_mcp", "args": {}, "agent": "script-7"}).to_string();
+    let post = tokio::spawn(async move {
+        http(addr, "POST /commands", &[BEARER, ("Content-Type", "application/json")], &body).await
+    });
+    let cmd = answer(&mut ws, json!({"content": [{"type": "text", "text": "ok"}]})).await;
+    assert_eq!(cmd["agent"], "script-7");
+    assert_eq!(post.await.unwrap().0, 200);
+    let bad = json!({"tool": "tabs_context_mcp", "agent": "a\u0007b"}).to_string();
+    let (code, text) = http(addr, "POST /commands", &[BEARER, ("Content-Type", "application/json")], &bad).await;
+    assert_eq!(code, 400, "{text}");
+    assert!(text.contains("`agent`"), "{text}");
+    server.shutdown().await;
+
+    // With --group-per-session every session gets one.
+    let mut config = ServerConfig::new(local(), TOKEN);
+    config.group_per_session = true;
+    let server = RunningServer::start(config).await.expect("server starts");
+    let addr = server.addr();
+    let mut ws = extension(addr, None).await;
+    let plain = blocking(move || Mcp::connect(addr)).await;
+    let call = tokio::spawn(blocking(move || plain.call(1, "tabs_context_mcp", json!({}))));
+    let cmd = answer(&mut ws, json!({"content": [{"type": "text", "text": "ok"}]})).await;
+    call.await.unwrap();
+    assert!(cmd["agent"].as_str().unwrap_or_default().starts_with("test "), "{cmd}");
     server.shutdown().await;
 }

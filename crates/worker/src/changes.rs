@@ -89,6 +89,33 @@ pub fn drain() -> (Vec<Change>, usize) {
     })
 }
 
+/// [`drain`], except the changes of the tabs `held` names (another agent's tabs: its own
+/// report says them); those wait.
+pub fn drain_except(held: impl Fn(i32) -> bool) -> (Vec<Change>, usize) {
+    PENDING.with(|p| {
+        let mut p = p.borrow_mut();
+        let dropped = std::mem::take(&mut p.dropped);
+        let (kept, out): (VecDeque<Change>, VecDeque<Change>) = p
+            .changes
+            .drain(..)
+            .partition(|c| c.tab().is_some_and(&held));
+        p.changes = kept;
+        (out.into_iter().collect(), dropped)
+    })
+}
+
+impl Change {
+    /// The tab it is about, if any.
+    fn tab(&self) -> Option<i32> {
+        match self {
+            Change::TabOpened { tab_id }
+            | Change::DialogDismissed { tab_id, .. }
+            | Change::NavigationRefused { tab_id, .. } => Some(*tab_id),
+            _ => None,
+        }
+    }
+}
+
 /// The changes waiting, without draining them (the worker's own diagnostics: tests read them
 /// through `self.browserOperator.pendingChanges()`).
 pub fn peek() -> Vec<Change> {
@@ -118,6 +145,16 @@ mod tests {
             ]))
         );
         assert_eq!(drain().0, vec![]);
+    }
+
+    #[test]
+    fn another_agent_s_tabs_wait_for_its_own_report() {
+        drain();
+        push(Change::TabOpened { tab_id: 1 });
+        push(Change::TabOpened { tab_id: 2 });
+        let (mine, _) = drain_except(|t| t == 2);
+        assert_eq!(mine, vec![Change::TabOpened { tab_id: 1 }]);
+        assert_eq!(drain().0, vec![Change::TabOpened { tab_id: 2 }]);
     }
 
     #[test]

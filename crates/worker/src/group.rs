@@ -1,7 +1,9 @@
-//! The automation tab group: the security boundary. Only its tabs accept commands. Found again
-//! after a worker restart (the id kept in session storage, then by the brand's title).
+//! The agents' tab groups: the security boundary. Each agent (a connection, or an MCP session
+//! within one, see `agent`) has its own group, and only its group's tabs accept its commands;
+//! a tab of another agent's group is refused as such. Found again after a worker restart (the
+//! id kept in session storage, then by the agent's title).
 
-use crate::brand::brand;
+use crate::agent::{self, Agent};
 use crate::chrome::storage::{self, Area};
 use crate::chrome::tab_groups::{self, Look};
 use crate::chrome::tabs::{self, GroupTarget, Tab};
@@ -12,32 +14,61 @@ use std::collections::HashMap;
 const GROUP_KEY: &str = "groupId";
 
 thread_local! {
-    /// The group id last found or created; Chrome never reuses a group id within a session.
-    static KNOWN: Cell<Option<i32>> = const { Cell::new(None) };
-    /// The group's tabs as Chrome last reported them: from `chrome.tabs.get` in `check_tab`,
+    /// Per agent (by `Agent::key`), the group id last found or created; Chrome never reuses a
+    /// group id within a session.
+    static KNOWN: RefCell<HashMap<String, i32>> = RefCell::new(HashMap::new());
+    /// The agents' group tabs as Chrome last reported them: from `chrome.tabs.get` in `check_tab`,
     /// replaced by every `chrome.tabs.onUpdated` (which carries the whole tab), dropped when
-    /// the tab leaves the group, closes, is replaced or moves to another window.
+    /// the tab leaves the groups, closes, is replaced or moves to another window.
     static REPORTED: RefCell<HashMap<i32, Tab>> = RefCell::new(HashMap::new());
     /// Bumped by every tab event: a `chrome.tabs.get` answered before an event that came in
     /// while it was awaited is older than that event and is not recorded.
     static EVENTS: Cell<u64> = const { Cell::new(0) };
 }
 
-/// A group tab as Chrome last reported it, without asking Chrome again. Its group and address
-/// are as current as the tab events the worker has handled; whether that is current enough to
-/// act on is the boundary's call (`boundary_guard::current`).
+/// Where the agent's group id is kept ("groupId" for the primary, as it always was).
+fn storage_key(agent: &Agent) -> String {
+    if agent.is_primary() {
+        GROUP_KEY.to_string()
+    } else {
+        format!("{GROUP_KEY}:{}", agent.key())
+    }
+}
+
+fn known(agent: &Agent) -> Option<i32> {
+    KNOWN.with(|k| k.borrow().get(&agent.key()).copied())
+}
+
+/// Whether the group is one of the agents' groups known to this worker.
+fn is_known(group: i32) -> bool {
+    group >= 0 && KNOWN.with(|k| k.borrow().values().any(|g| *g == group))
+}
+
+/// Every agent's group id known to this worker.
+pub fn known_groups() -> Vec<i32> {
+    KNOWN.with(|k| k.borrow().values().copied().collect())
+}
+
+/// A group tab of the current agent as Chrome last reported it, without asking Chrome again.
+/// Its group and address are as current as the tab events the worker has handled; whether
+/// that is current enough to act on is the boundary's call (`boundary_guard::current`).
 pub fn reported(tab_id: i64) -> Option<Tab> {
     let id = i32::try_from(tab_id).ok()?;
-    let group = KNOWN.with(Cell::get)?;
+    let group = known(&agent::current())?;
     REPORTED.with(|r| r.borrow().get(&id).filter(|t| t.group_id == group).cloned())
 }
 
+/// A tab of any agent's group as last reported (outside any command: tab events).
+pub fn reported_any(tab_id: i32) -> Option<Tab> {
+    REPORTED.with(|r| r.borrow().get(&tab_id).filter(|t| is_known(t.group_id)).cloned())
+}
+
 /// `chrome.tabs.onUpdated`, with the tab as it is now: a group tab's record is replaced; a tab
-/// that is not (or no longer) in the group is dropped.
+/// that is not (or no longer) in an agent's group is dropped.
 pub fn tab_updated(tab: Tab) {
     EVENTS.with(|e| e.set(e.get() + 1));
     let Some(id) = tab.id else { return };
-    let ours = KNOWN.with(Cell::get) == Some(tab.group_id);
+    let ours = is_known(tab.group_id);
     REPORTED.with(|r| {
         let mut r = r.borrow_mut();
         if ours {
@@ -59,40 +90,82 @@ pub fn holds(tab: i32) -> bool {
     REPORTED.with(|r| r.borrow().contains_key(&tab))
 }
 
-fn remember(id: i32) -> i32 {
-    KNOWN.with(|k| k.set(Some(id)));
+fn remember(agent: &Agent, id: i32) -> i32 {
+    KNOWN.with(|k| k.borrow_mut().insert(agent.key(), id));
     id
 }
 
-/// The live group's id, if there is one.
+/// The current agent's live group's id, if there is one.
 pub async fn find() -> Result<Option<i32>, String> {
-    let known = match KNOWN.with(Cell::get) {
+    find_for(&agent::current()).await
+}
+
+/// The agent's live group's id, if there is one.
+pub async fn find_for(agent: &Agent) -> Result<Option<i32>, String> {
+    let key = storage_key(agent);
+    let known = match known(agent) {
         Some(id) => Some(id),
-        None => storage::get::<i32>(Area::Session, GROUP_KEY).await?,
+        None => storage::get::<i32>(Area::Session, &key).await?,
     };
     if let Some(id) = known {
         if tab_groups::get(id).await.is_some() {
-            return Ok(Some(remember(id)));
+            return Ok(Some(remember(agent, id)));
         }
-        KNOWN.with(|k| k.set(None));
+        KNOWN.with(|k| k.borrow_mut().remove(&agent.key()));
     }
-    let title = brand().group_title;
+    let title = agent::look(agent).title;
+    let taken = known_groups();
     let found = tab_groups::query_by_title(&title)
         .await?
         .into_iter()
         .map(|g| g.id)
-        .next();
+        .find(|g| !taken.contains(g));
     if let Some(id) = found {
-        storage::set(Area::Session, GROUP_KEY, &id).await?;
-        remember(id);
+        storage::set(Area::Session, &key, &id).await?;
+        remember(agent, id);
     }
     Ok(found)
 }
 
-/// The group, creating it (a normal window with one grouped tab) when none exists.
-/// Returns the group id and, when it was just created, its first tab.
+/// Whether `group` is one of the agents' groups (looked up by title when this worker has not
+/// met it yet, say after a restart), and whose.
+pub async fn owner_of(group: i32) -> Option<Agent> {
+    if group < 0 {
+        return None;
+    }
+    let key = KNOWN.with(|k| {
+        k.borrow()
+            .iter()
+            .find(|(_, g)| **g == group)
+            .map(|(key, _)| key.clone())
+    });
+    if let Some(key) = key {
+        return Some(agent_of_key(&key));
+    }
+    let title = tab_groups::get(group).await?.title?;
+    let mut candidates = vec![Agent::default()];
+    candidates.extend(agent::connections().into_iter().map(|c| Agent::of(c, None)));
+    for a in candidates {
+        if agent::look(&a).title == title && find_for(&a).await.ok().flatten() == Some(group) {
+            return Some(a);
+        }
+    }
+    None
+}
+
+fn agent_of_key(key: &str) -> Agent {
+    let (conn, name) = match key.split_once('/') {
+        Some((c, n)) => (c, Some(n.to_string())),
+        None => (key, None),
+    };
+    Agent::of(conn.parse().unwrap_or(0), name)
+}
+
+/// The current agent's group, creating it (a normal window with one grouped tab) when none
+/// exists. Returns the group id and, when it was just created, its first tab.
 pub async fn find_or_create() -> Result<(i32, Option<Tab>), String> {
-    if let Some(id) = find().await? {
+    let agent = agent::current();
+    if let Some(id) = find_for(&agent).await? {
         return Ok((id, None));
     }
     let window = windows::create_normal("about:blank").await?;
@@ -104,18 +177,18 @@ pub async fn find_or_create() -> Result<(i32, Option<Tab>), String> {
     let tab_id = tab.id.ok_or("the new window's tab has no id")?;
     crate::debugging_bar::tab_created(tab_id);
     let group_id = tabs::group(&[tab_id], GroupTarget::NewInWindow(window.id)).await?;
-    let b = brand();
+    let look = agent::look(&agent);
     tab_groups::update(
         group_id,
         &Look {
-            title: &b.group_title,
-            color: &b.group_color,
+            title: &look.title,
+            color: &look.color,
             collapsed: false,
         },
     )
     .await?;
-    storage::set(Area::Session, GROUP_KEY, &group_id).await?;
-    remember(group_id);
+    storage::set(Area::Session, &storage_key(&agent), &group_id).await?;
+    remember(&agent, group_id);
     Ok((group_id, Some(tabs::get(tab_id).await?)))
 }
 
@@ -128,35 +201,80 @@ pub async fn tabs_of(group_id: i32) -> Result<Vec<Tab>, String> {
     .await
 }
 
-/// The tab, if it belongs to the automation group; otherwise an error that lists the valid ids.
-/// Takes the id as the command gave it: one that is not a tab id at all (negative, too large)
-/// gets the same answer as a tab that does not exist, without asking Chrome.
+/// The tabs of every agent's group this worker knows (after `find_all`).
+pub async fn all_tabs() -> Result<Vec<Tab>, String> {
+    let mut all = Vec::new();
+    for g in find_all().await {
+        all.extend(tabs_of(g).await?);
+    }
+    Ok(all)
+}
+
+/// Every agent's live group: the primary's and each connection's (a named agent's group is
+/// known once one of its commands met it).
+pub async fn find_all() -> Vec<i32> {
+    let mut agents = vec![Agent::default()];
+    agents.extend(agent::connections().into_iter().map(|c| Agent::of(c, None)));
+    for a in &agents {
+        let _ = find_for(a).await;
+    }
+    let mut groups = known_groups();
+    groups.sort_unstable();
+    groups.dedup();
+    groups
+}
+
+/// The tab, if it belongs to the current agent's group; otherwise an error that says why (it
+/// does not exist, it is in another agent's group, it is in no agent's group) and lists the
+/// valid ids. Takes the id as the command gave it: one that is not a tab id at all (negative,
+/// too large) gets the same answer as a tab that does not exist, without asking Chrome.
 pub async fn check_tab(tab_id: i64) -> Result<Tab, String> {
+    let agent = agent::current();
     let events = EVENTS.with(Cell::get);
     let tab = match i32::try_from(tab_id) {
         Ok(id) if id >= 0 => tabs::get(id).await.ok(),
         _ => None,
     };
     // Fast path: the tab is in the group we know, which therefore still exists.
-    if let (Some(known), Some(tab)) = (KNOWN.with(Cell::get), tab.as_ref()) {
+    if let (Some(known), Some(tab)) = (known(&agent), tab.as_ref()) {
         if tab.group_id == known {
             record(tab, events);
             return Ok(tab.clone());
         }
     }
-    let group = find().await?;
+    let group = find_for(&agent).await?;
     if let (Some(group_id), Some(tab)) = (group, tab.as_ref()) {
         if tab.group_id == group_id {
             record(tab, events);
             return Ok(tab.clone());
         }
     }
-    let why = if tab.is_none() {
-        "does not exist"
-    } else {
-        "is not in the automation tab group"
+    let another = match &tab {
+        Some(t) => another_agents(&agent, t.group_id).await,
+        None => false,
+    };
+    let why = match &tab {
+        None => "does not exist",
+        Some(_) if another => {
+            "belongs to another agent's tab group: this connection drives only the tabs of its own group"
+        }
+        Some(_) => "is not in the automation tab group",
     };
     Err(format!("Tab {tab_id} {why}{}", valid_ids(group).await?))
+}
+
+/// Whether the group is another agent's (known here, or titled as one).
+async fn another_agents(agent: &Agent, group: i32) -> bool {
+    if group < 0 {
+        return false;
+    }
+    if is_known(group) {
+        return known(agent) != Some(group);
+    }
+    let Some(title) = tab_groups::get(group).await.and_then(|g| g.title) else {
+        return false;
+    };
+    agent::other_titles(agent).contains(&title)
 }
 
 /// Keeps a group tab as `chrome.tabs.get` reported it, unless a tab event came in while the

@@ -2,6 +2,7 @@
 //! chrome.* listener synchronously and hands the events to the functions exported here.
 
 mod active;
+mod agent;
 mod boundary;
 mod boundary_guard;
 mod brand;

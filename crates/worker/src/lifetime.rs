@@ -60,10 +60,7 @@ const STORES: [(&str, Holds); 13] = [
 /// recording now, not at its first command, and is reported (`TabOpened`; a tab a command or a
 /// page opened was made active there already); leaving it detaches it and forgets all of it.
 pub async fn group_changed(tab: i32, group: i32) {
-    let Ok(Some(ours)) = group::find().await else {
-        return;
-    };
-    if group == ours {
+    if group::owner_of(group).await.is_some() {
         if let Err(e) = policy::rules::cover(tab).await {
             js::log(&format!(
                 "the URL policy for tab {tab}, which joined the group: {e}"
@@ -90,7 +87,7 @@ pub async fn group_changed(tab: i32, group: i32) {
 /// out.
 pub async fn adopt(tab_id: i32, opener: i32) -> Result<(), String> {
     // Decided here rather than by the group event; reports wait for the decision.
-    let from_group = group::reported(i64::from(opener)).is_some();
+    let from_group = group::reported_any(opener).is_some();
     if from_group {
         active::deciding(tab_id);
     }
@@ -107,10 +104,9 @@ async fn adopted(tab_id: i32, opener: i32) -> Result<(), String> {
         policy::rules::uncover(tab_id);
         Ok(())
     };
-    let Some(group_id) = group::find().await? else {
-        return not_ours();
-    };
-    if tabs::get(opener).await?.group_id != group_id {
+    // The opener's group, whichever agent's it is: the new tab joins that one.
+    let group_id = tabs::get(opener).await?.group_id;
+    if group::owner_of(group_id).await.is_none() {
         return not_ours();
     }
     let grouped = tabs::get(tab_id).await?.group_id == group_id;
@@ -144,11 +140,8 @@ async fn adopted(tab_id: i32, opener: i32) -> Result<(), String> {
 /// they were recorded) are recorded again at once (console messages Chrome holds are replayed,
 /// the idle clock starts). Tabs detached for idleness stay so until a command.
 pub async fn resume() {
-    let Ok(Some(group)) = group::find().await else {
-        return;
-    };
     let attached = debugger::attached_tabs().await.unwrap_or_default();
-    for t in group::tabs_of(group).await.unwrap_or_default() {
+    for t in group::all_tabs().await.unwrap_or_default() {
         let Some(id) = t.id.filter(|id| attached.contains(id)) else {
             continue;
         };
@@ -164,11 +157,7 @@ pub async fn idle_alarm() {
     if idle::watching() {
         return;
     }
-    let Ok(Some(group_id)) = group::find().await else {
-        idle::stop_alarm().await;
-        return;
-    };
-    let in_group: HashSet<i32> = group::tabs_of(group_id)
+    let in_group: HashSet<i32> = group::all_tabs()
         .await
         .unwrap_or_default()
         .into_iter()

@@ -1,6 +1,6 @@
 //! Requests from the extension's own pages (Options, popup): read the state, save a config and
-//! connect, connect, disconnect, save the settings, and the parked pairing offer (show, accept,
-//! dismiss). Pages hold no state; every decision is made here. Content scripts have their own narrow path:
+//! connect, connect, disconnect, save the settings, the parked pairing offer (show, accept,
+//! dismiss), and each connection's Connect, Disconnect and Remove. Pages hold no state; every decision is made here. Content scripts have their own narrow path:
 //! only `pairOffer`.
 
 use crate::js::{from_js, to_js};
@@ -23,6 +23,16 @@ enum Request {
     },
     Connect,
     Disconnect,
+    /// One connection of the list (`id` 0: the first).
+    ConnectOne {
+        id: u32,
+    },
+    DisconnectOne {
+        id: u32,
+    },
+    RemoveConnection {
+        id: u32,
+    },
     GetOffer,
     AcceptOffer,
     DismissOffer,
@@ -46,11 +56,55 @@ struct OfferView {
     refused_count: u32,
 }
 
+/// A connection as the pages list it: never its token.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ConnectionView {
+    id: u32,
+    server_url: String,
+    transport: &'static str,
+    target: Option<String>,
+    /// Its tab group's title and colour.
+    group_title: String,
+    group_color: String,
+    want: bool,
+    status: Status,
+}
+
+/// Every connection there is, the first (when configured) first.
+async fn connection_views() -> Vec<ConnectionView> {
+    let mut views = Vec::new();
+    let mut add = |id: u32, config: ConnectionConfig, want: bool, status: Status| {
+        let look = crate::agent::look(&crate::agent::Agent::of(id, None));
+        views.push(ConnectionView {
+            id,
+            server_url: config.server_url,
+            transport: config.transport.as_str(),
+            target: config.target,
+            group_title: look.title,
+            group_color: look.color,
+            want,
+            status,
+        });
+    };
+    if let Some(first) = session::saved_config().await {
+        add(0, first, session::first_wanted().await, session::status().await);
+    }
+    for extra in session::extras().await {
+        let status = session::status_of(extra.id).await;
+        add(extra.id, extra.config, extra.want, status);
+    }
+    views
+}
+
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct State {
     config: Option<ConnectionConfig>,
     status: Status,
+    /// Every connection (the first is `config` and `status` too).
+    connections: Vec<ConnectionView>,
+    max_connections: usize,
     version: String,
     product_name: String,
     group_title: String,
@@ -83,6 +137,18 @@ fn reply(result: Result<(), ConfigError>) -> JsValue {
         },
     };
     to_js(&r).unwrap_or(JsValue::NULL)
+}
+
+/// "There is no connection N" when `found` is false.
+fn known(id: u32, found: bool) -> Result<(), ConfigError> {
+    if found {
+        Ok(())
+    } else {
+        Err(ConfigError {
+            field: "connection",
+            message: format!("There is no connection {id} any more."),
+        })
+    }
 }
 
 /// Only the extension's own pages may talk to the worker this way: content scripts (whose
@@ -148,6 +214,8 @@ pub async fn handle(message: JsValue, sender: JsValue) -> JsValue {
             let state = State {
                 config: session::saved_config().await,
                 status: session::status().await,
+                connections: connection_views().await,
+                max_connections: session::MAX_CONNECTIONS,
                 version: crate::chrome::runtime::version(),
                 product_name: crate::brand::brand().product_name,
                 group_title: crate::brand::brand().group_title,
@@ -189,6 +257,28 @@ pub async fn handle(message: JsValue, sender: JsValue) -> JsValue {
             session::set_wanted(false).await;
             reply(Ok(()))
         }
+        Request::ConnectOne { id } => {
+            let usable = if id == 0 {
+                session::saved_config()
+                    .await
+                    .is_some_and(|c| c.validate().is_ok())
+            } else {
+                session::extras()
+                    .await
+                    .iter()
+                    .any(|e| e.id == id && e.config.validate().is_ok())
+            };
+            if usable && session::set_wanted_of(id, true).await {
+                reply(Ok(()))
+            } else {
+                reply(Err(ConfigError {
+                    field: "connection",
+                    message: "This connection has no usable server URL and token any more: pair with its backend again.".into(),
+                }))
+            }
+        }
+        Request::DisconnectOne { id } => reply(known(id, session::set_wanted_of(id, false).await)),
+        Request::RemoveConnection { id } => reply(known(id, session::remove(id).await)),
         Request::GetOffer => {
             let view = crate::pairing::parked().await.map(|p| OfferView {
                 brand_name: p.offer.brand.name,

@@ -99,7 +99,8 @@ async fn clear() {
     let _ = action::set_badge_text("").await;
 }
 
-/// The user's Accept: save the offer's config and connect with it.
+/// The user's Accept: save the offer's config and connect with it (the first connection, the
+/// same backend's, or one more: see `session::accept_offer`).
 pub async fn accept() -> Result<(), ConfigError> {
     let Some(parked) = parked().await else {
         return Err(ConfigError {
@@ -108,7 +109,9 @@ pub async fn accept() -> Result<(), ConfigError> {
         });
     };
     clear().await;
-    session::save_and_connect(parked.offer.config).await
+    session::accept_offer(parked.offer.config, parked.offer.brand.name)
+        .await
+        .map(drop)
 }
 
 /// The user's Dismiss.

@@ -84,6 +84,38 @@ async fn main() -> Result<()> {
     options.select_value("#transport", "sse-http").await?;
     options.type_into("#serverUrl", &backend.http_url()).await?;
     shoot(&options, 760, "options").await?;
+    options.close().await?;
+
+    // A second backend paired: Options lists both connections, the popup each one's status.
+    let second = Backend::start().await?;
+    let pair = browser
+        .open_page(&format!("{}/pair", second.http_url()))
+        .await?;
+    pair.wait_for(
+        "document.querySelector('#presence').dataset.state === 'installed'",
+        WAIT,
+    )
+    .await?;
+    pair.click("#connect").await?;
+    let popup = browser.popup_page().await?;
+    popup
+        .wait_for("!document.querySelector('#offer').hidden", WAIT)
+        .await?;
+    popup.click("#accept").await?;
+    second.wait_browsers(1, WAIT).await?;
+    popup
+        .wait_for(
+            "document.querySelectorAll('#connections li[data-state=\"connected\"]').length === 2",
+            WAIT,
+        )
+        .await?;
+    shoot(&popup, 360, "popup-connections").await?;
+    let options = browser.options_page().await?;
+    options
+        .wait_for("!document.querySelector('#connections-section').hidden", WAIT)
+        .await?;
+    options.eval("document.querySelector('#connections-section').scrollIntoView()").await?;
+    shoot(&options, 760, "options-connections").await?;
     browser.close().await?;
     Ok(())
 }

@@ -93,6 +93,14 @@ impl Forward {
     }
 }
 
+/// Whom a command is for: the browser (`target`, or the only one) and the agent within it
+/// (`agent`: this MCP session's own tab group, when it has one).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct Whom {
+    pub target: Option<String>,
+    pub agent: Option<String>,
+}
+
 /// What a call does when it finds the server it forwards to gone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum IfGone {
@@ -104,28 +112,29 @@ pub(super) enum IfGone {
 }
 
 impl Backend {
-    /// Runs `tool` in the browser of `target` (or the only one).
+    /// Runs `tool` in the browser of `whom.target` (or the only one), for `whom.agent`.
     pub(super) async fn run(
         &self,
         tool: &str,
         args: Map<String, Value>,
-        target: Option<String>,
+        whom: Whom,
         timeout: Duration,
         if_gone: IfGone,
     ) -> Result<CommandResult, String> {
         match self {
-            Backend::Relay(relay) => run_in(relay, tool, args, target, timeout).await,
+            Backend::Relay(relay) => run_in(relay, tool, args, whom, timeout).await,
             Backend::Forward(forward) => {
                 if let Some(relay) = forward.own_relay().await {
-                    return run_in(&relay, tool, args, target, timeout).await;
+                    return run_in(&relay, tool, args, whom, timeout).await;
                 }
                 let request = Call {
                     url: forward.url.clone(),
                     token: forward.config.token.clone(),
                     tool: tool.to_string(),
                     args,
-                    target,
+                    target: whom.target,
                     timeout: Some(timeout),
+                    agent: whom.agent,
                 };
                 let answer = tokio::task::spawn_blocking(move || call::call(&request))
                     .await
@@ -176,11 +185,18 @@ async fn run_in(
     relay: &Relay,
     tool: &str,
     args: Map<String, Value>,
-    target: Option<String>,
+    whom: Whom,
     timeout: Duration,
 ) -> Result<CommandResult, String> {
     relay
-        .run_command(tool, args, target.as_deref(), timeout)
+        .run_command_bounded(
+            tool,
+            args,
+            whom.target.as_deref(),
+            timeout,
+            crate::relay::WaitBound::Server,
+            whom.agent.as_deref(),
+        )
         .await
         .map_err(|e| e.to_string())
 }

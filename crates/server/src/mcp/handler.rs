@@ -3,7 +3,7 @@
 //! through `btcp_call`, with progress notices while a call waits and cancellation by the
 //! client.
 
-use super::backend::{Backend, IfGone};
+use super::backend::{Backend, IfGone, Whom};
 use super::content::{error_result, to_mcp};
 use super::pages::{self, PAGE_TOOLS_POLL};
 use super::select::{self, Selection, LIST_BROWSERS, SELECT_BROWSER};
@@ -14,19 +14,31 @@ use rmcp::model::{
 use rmcp::service::{NotificationContext, Peer, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Map, Value};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 /// How often a call that asked for progress hears that it is still waiting.
 const PROGRESS_EVERY: Duration = Duration::from_secs(1);
 
-/// One MCP session's view of the browsers: the backend, the browser it selected and the page
-/// tools it was shown.
+/// The experimental capability with which an MCP client asks for a tab group of its own
+/// (`"capabilities": {"experimental": {"browserOperator/ownTabGroup": {}}}` in `initialize`).
+pub const OWN_TAB_GROUP: &str = "browserOperator/ownTabGroup";
+/// Numbers MCP sessions, so each one's agent name is its own.
+static SESSIONS: AtomicU64 = AtomicU64::new(0);
+
+/// One MCP session's view of the browsers: the backend, the browser it selected, the page
+/// tools it was shown, and the agent it acts as when it has a tab group of its own.
 #[derive(Clone)]
 pub struct BrowserTools {
     backend: Backend,
     command_timeout: Duration,
     selected: Selection,
     shown: pages::Shown,
+    /// Every session gets its own group (`--group-per-session`), not only those that ask.
+    group_per_session: bool,
+    number: u64,
+    agent: Arc<OnceLock<Option<String>>>,
 }
 
 impl BrowserTools {
@@ -36,12 +48,52 @@ impl BrowserTools {
             command_timeout,
             selected: Selection::default(),
             shown: pages::Shown::default(),
+            group_per_session: false,
+            number: SESSIONS.fetch_add(1, Ordering::Relaxed) + 1,
+            agent: Arc::new(OnceLock::new()),
+        }
+    }
+
+    /// Each session drives a tab group of its own (`agent` on every command it sends).
+    pub fn with_group_per_session(mut self, on: bool) -> Self {
+        self.group_per_session = on;
+        self
+    }
+
+    /// The agent this session acts as: none (the browser's group for this backend), or, when
+    /// every session gets its own group or the client asked for one ([`OWN_TAB_GROUP`]), its
+    /// client's name and the session's number ("claude-code 2"). Decided once per session.
+    fn agent(&self, peer: &Peer<RoleServer>) -> Option<String> {
+        self.agent
+            .get_or_init(|| {
+                let info = peer.peer_info();
+                let asked = info.as_ref().is_some_and(|i| {
+                    i.capabilities
+                        .experimental
+                        .as_ref()
+                        .is_some_and(|e| e.contains_key(OWN_TAB_GROUP))
+                });
+                (self.group_per_session || asked).then(|| {
+                    let client = info
+                        .as_ref()
+                        .map(|i| i.client_info.name.clone())
+                        .unwrap_or_default();
+                    agent_name(&client, self.number)
+                })
+            })
+            .clone()
+    }
+
+    fn whom(&self, peer: &Peer<RoleServer>) -> Whom {
+        Whom {
+            target: self.selected.get(),
+            agent: self.agent(peer),
         }
     }
 
     async fn check_page_tools(&self, peer: &Peer<RoleServer>) {
         self.shown
-            .check(&self.backend, self.selected.get(), peer)
+            .check(&self.backend, self.whom(peer), peer)
             .await;
     }
 
@@ -54,7 +106,7 @@ impl BrowserTools {
     ) -> CallToolResult {
         let route = self
             .shown
-            .route(&self.backend, self.selected.get(), name)
+            .route(&self.backend, self.whom(&context.peer), name)
             .await;
         let Some(route) = route else {
             return error_result(format!(
@@ -89,7 +141,7 @@ impl BrowserTools {
         let run = self.backend.run(
             name,
             args,
-            self.selected.get(),
+            self.whom(&context.peer),
             self.command_timeout,
             IfGone::TakeOver,
         );
@@ -122,6 +174,19 @@ impl BrowserTools {
             Err(message) => error_result(message),
         }
     }
+}
+
+/// "name n": the client's name (printable, at most 40 characters; "mcp" when it gave none) and
+/// the session's number, within the protocol's bound on `agent`.
+fn agent_name(client: &str, number: u64) -> String {
+    let clean: String = client
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(40)
+        .collect();
+    let clean = clean.trim();
+    let client = if clean.is_empty() { "mcp" } else { clean };
+    format!("{client} {number}")
 }
 
 /// Every tool offered over MCP: the catalog (but what only the backend sets), then the
@@ -162,9 +227,9 @@ impl ServerHandler for BrowserTools {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let pages = pages::read(&self.backend, self.selected.get())
+        let pages = pages::read(&self.backend, self.whom(&context.peer))
             .await
             .unwrap_or_default();
         let mut all = tools();

@@ -5,7 +5,7 @@
 //! to `btcp_call`; read from the selected browser for tools/list, and watched while a session is
 //! open so it hears `notifications/tools/list_changed`.
 
-use super::backend::{Backend, IfGone};
+use super::backend::{Backend, IfGone, Whom};
 use super::content::first_text;
 use protocol::btcp::PageTools;
 use protocol::CommandResult;
@@ -136,7 +136,7 @@ impl PageToolList {
 /// browser `target` (or the only one), or `None` when they can't be read within
 /// [`PAGE_TOOLS_BUDGET`] (no browser, several and none selected, a slow browser). A tab whose
 /// tools can't be read is left out.
-pub(super) async fn read(backend: &Backend, target: Option<String>) -> Option<PageToolList> {
+pub(super) async fn read(backend: &Backend, target: Whom) -> Option<PageToolList> {
     let read = async {
         // Reads the group without creating one.
         let mut read_group = Map::new();
@@ -182,7 +182,7 @@ async fn ask(
     backend: &Backend,
     tool: &str,
     args: Map<String, Value>,
-    target: Option<String>,
+    target: Whom,
 ) -> Option<CommandResult> {
     backend
         .run(tool, args, target, PAGE_TOOLS_BUDGET, IfGone::Leave)
@@ -213,7 +213,7 @@ impl Shown {
     pub(super) async fn route(
         &self,
         backend: &Backend,
-        target: Option<String>,
+        target: Whom,
         name: &str,
     ) -> Option<Route> {
         let shown = self.list().route(name).cloned();
@@ -231,7 +231,7 @@ impl Shown {
     pub(super) async fn check(
         &self,
         backend: &Backend,
-        target: Option<String>,
+        target: Whom,
         peer: &Peer<RoleServer>,
     ) {
         let Ok(_checking) = self.checking.try_lock() else {

@@ -31,12 +31,13 @@ pub(crate) fn router(app: AppState, stop: tokio_util::sync::CancellationToken) -
     let sessions = Arc::new(LocalSessionManager::default());
     let relay = Arc::clone(&app.relay);
     let command_timeout = app.command_timeout;
+    let per_session = app.group_per_session;
     let service = StreamableHttpService::new(
         move || {
-            Ok(BrowserTools::new(
-                Backend::Relay(Arc::clone(&relay)),
-                command_timeout,
-            ))
+            Ok(
+                BrowserTools::new(Backend::Relay(Arc::clone(&relay)), command_timeout)
+                    .with_group_per_session(per_session),
+            )
         },
         Arc::clone(&sessions),
         config,

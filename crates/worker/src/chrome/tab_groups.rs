@@ -18,6 +18,8 @@ extern "C" {
 #[serde(rename_all = "camelCase")]
 pub struct TabGroup {
     pub id: i32,
+    #[serde(default)]
+    pub title: Option<String>,
 }
 
 /// The group, or `None` when Chrome no longer knows it.

@@ -42,10 +42,7 @@ pub async fn apply() -> Result<(), String> {
 
 /// The tabs are named again from the group as it is (at worker start, and when a policy is set).
 pub async fn refresh() -> Result<(), String> {
-    let tabs = match crate::group::find().await? {
-        Some(g) => crate::group::tabs_of(g).await?,
-        None => Vec::new(),
-    };
+    let tabs = crate::group::all_tabs().await?;
     COVERED.with(|c| {
         let mut c = c.borrow_mut();
         c.clear();

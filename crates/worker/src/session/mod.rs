@@ -1,9 +1,12 @@
-//! The connection lifecycle: what the user wants (connected or not), the one connection loop,
-//! authentication, backoff and keep-alive. What the pages show is [`status`]; what becomes of
-//! commands and results (exactly once per id, per-tab order, the outbox) is [`delivery`].
+//! The connections' lifecycle: what the user wants of each (connected or not), one connection
+//! loop per connection, authentication, backoff and keep-alive. The first connection keeps the
+//! keys a single connection always had; further ones (a second product's accepted pair offer)
+//! are [`connections`]. What the pages show is [`status`]; what becomes of commands and results
+//! (exactly once per id and connection, per-tab order, the outbox) is [`delivery`].
 //! A disconnect sticks: a rejected token or the user's Disconnect stops every reconnect path
-//! until the user saves a config again.
+//! of that connection until the user saves a config or connects it again.
 
+mod connections;
 mod delivery;
 mod status;
 
@@ -13,12 +16,16 @@ use crate::js::{log, sleep_ms};
 use crate::transport::{self, Ended, Handoff};
 use crate::watchdog;
 use futures_channel::mpsc;
+use futures_util::lock::Mutex;
 use protocol::{CommandResult, ConfigError, ConnectionConfig, Transport};
 use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
 use wasm_bindgen_futures::spawn_local;
 
+pub use connections::{Extra, MAX_CONNECTIONS};
 pub use delivery::execute;
-pub use status::{set_status, status, State, Status};
+pub use status::{status, status_of, State, Status};
 
 const CONFIG_KEY: &str = "config";
 const WANT_KEY: &str = "wantConnected";
@@ -34,27 +41,57 @@ struct Session {
 }
 
 thread_local! {
-    static SESSION: RefCell<Session> = RefCell::new(Session::default());
+    /// Per connection (0: the first).
+    static SESSIONS: RefCell<HashMap<u32, Session>> = RefCell::new(HashMap::new());
+    /// Changes to the list of connections are made one at a time.
+    static LIST_LOCK: Rc<Mutex<()>> = Rc::new(Mutex::new(()));
 }
 
-fn with<R>(f: impl FnOnce(&mut Session) -> R) -> R {
-    SESSION.with(|s| f(&mut s.borrow_mut()))
+fn with<R>(conn: u32, f: impl FnOnce(&mut Session) -> R) -> R {
+    SESSIONS.with(|s| f(s.borrow_mut().entry(conn).or_default()))
 }
 
-/// What a transport hands on, and to whom: the session's delivery and status.
-const HANDOFF: Handoff = Handoff {
-    command: delivery::receive,
-    server_said: status::server_said,
-    undelivered: delivery::undelivered,
-};
+/// Whether any connection's loop runs (the keep-alive and the watchdog serve them all).
+fn any_running() -> bool {
+    SESSIONS.with(|s| s.borrow().values().any(|s| s.running))
+}
 
+/// What a transport hands on, and to whom: the session's delivery and status, for `conn`.
+fn handoff(conn: u32) -> Handoff {
+    Handoff {
+        conn,
+        on_command: delivery::receive,
+        on_server_said: status::server_said,
+        on_undelivered: delivery::undelivered,
+    }
+}
+
+/// The first connection's config.
 pub async fn saved_config() -> Option<ConnectionConfig> {
     storage::get(Area::Local, CONFIG_KEY).await.ok().flatten()
 }
 
-/// The config to connect with, if the user wants a connection and the config is usable (both
-/// read in one call).
-async fn wanted_config() -> Option<ConnectionConfig> {
+/// Whether the person wants the first connection connected.
+pub async fn first_wanted() -> bool {
+    storage::get(Area::Local, WANT_KEY)
+        .await
+        .ok()
+        .flatten()
+        .unwrap_or(false)
+}
+
+/// The further connections, as stored.
+pub async fn extras() -> Vec<Extra> {
+    connections::list().await
+}
+
+/// The config to connect `conn` with, if the user wants it connected and the config is usable
+/// (both read in one call).
+async fn wanted_config(conn: u32) -> Option<ConnectionConfig> {
+    if conn != 0 {
+        let extra = connections::list().await.into_iter().find(|e| e.id == conn)?;
+        return (extra.want && extra.config.validate().is_ok()).then_some(extra.config);
+    }
     let stored = storage::get_many(Area::Local, &[WANT_KEY, CONFIG_KEY])
         .await
         .ok()?;
@@ -63,38 +100,52 @@ async fn wanted_config() -> Option<ConnectionConfig> {
     (want && config.validate().is_ok()).then_some(config)
 }
 
-/// Called at every worker start and alarm: start the loop if the user wants a connection and
-/// none is running. Never starts a second loop.
+/// Called at every worker start and alarm: start each connection's loop if the user wants it
+/// connected and none is running. Never starts a second loop for one connection.
 pub async fn resume() {
+    let extras = connections::list().await;
+    connections::register_looks(&extras);
+    spawn_local(resume_one(0));
+    for extra in extras {
+        spawn_local(resume_one(extra.id));
+    }
+}
+
+async fn resume_one(conn: u32) {
     // Claimed before any await: the worker's boot and an alarm often call this together.
-    let claimed = with(|s| (!std::mem::replace(&mut s.running, true)).then_some(s.generation));
+    let claimed =
+        with(conn, |s| (!std::mem::replace(&mut s.running, true)).then_some(s.generation));
     let Some(gen) = claimed else {
         return;
     };
-    let wanted = wanted_config().await;
-    if with(|s| s.generation != gen) {
+    let wanted = wanted_config(conn).await;
+    if with(conn, |s| s.generation != gen) {
         return; // a Save or Disconnect decided meanwhile
     }
     match wanted {
         // The config just read is the first connection's: nothing changed it meanwhile (a
         // Save or Disconnect retires this loop).
-        Some(config) => spawn_loop(gen, Some(config)),
+        Some(config) => spawn_loop(conn, gen, Some(config)),
         None => {
-            with(|s| s.running = false);
-            watchdog::stop().await;
-            if status().await.state != State::Error {
-                let msg = if saved_config().await.is_some() {
+            with(conn, |s| s.running = false);
+            if !any_running() {
+                watchdog::stop().await;
+            }
+            if status_of(conn).await.state != State::Error {
+                let msg = if conn != 0 {
+                    "Disconnected. Click Connect to connect."
+                } else if saved_config().await.is_some() {
                     "Disconnected. Click Save & connect to connect."
                 } else {
                     "Not configured: enter the server URL and token, then Save & connect."
                 };
-                set_status(State::Disconnected, msg).await;
+                status::set_status_of(conn, State::Disconnected, msg).await;
             }
         }
     }
 }
 
-/// Validates and stores the config, then (re)connects with it.
+/// Validates and stores the first connection's config, then (re)connects with it.
 pub async fn save_and_connect(config: ConnectionConfig) -> Result<(), ConfigError> {
     let config = config.normalized()?;
     let stored = async {
@@ -105,54 +156,178 @@ pub async fn save_and_connect(config: ConnectionConfig) -> Result<(), ConfigErro
         field: "transport",
         message,
     })?;
-    retire_loop();
-    start_loop();
+    retire_loop(0);
+    start_loop(0);
     Ok(())
 }
 
-/// The user's Disconnect (or a Connect with the saved config when `connect` is true).
+fn list_error(message: String) -> ConfigError {
+    ConfigError {
+        field: "offer",
+        message,
+    }
+}
+
+/// An accepted pair offer: the first connection when there is none yet or it is the same
+/// backend (server and target); else the further connection of the same backend is replaced,
+/// or a new one added (at most [`MAX_CONNECTIONS`] in all). Connects it; returns its number.
+pub async fn accept_offer(
+    config: ConnectionConfig,
+    brand: Option<String>,
+) -> Result<u32, ConfigError> {
+    let config = config.normalized()?;
+    let lock = LIST_LOCK.with(Rc::clone);
+    let _turn = lock.lock().await;
+    let first = saved_config().await;
+    if first
+        .as_ref()
+        .is_none_or(|f| connections::same_backend(f, &config))
+    {
+        save_and_connect(config).await?;
+        return Ok(0);
+    }
+    let mut list = connections::list().await;
+    let id = match list
+        .iter_mut()
+        .find(|e| connections::same_backend(&e.config, &config))
+    {
+        Some(e) => {
+            e.config = config;
+            e.brand = brand;
+            e.want = true;
+            e.id
+        }
+        None => {
+            if list.len() + 1 >= MAX_CONNECTIONS {
+                return Err(list_error(format!(
+                    "This browser already keeps {MAX_CONNECTIONS} connections, the most it keeps: remove one in Options, then accept again."
+                )));
+            }
+            let id = list.iter().map(|e| e.id).max().unwrap_or(0) + 1;
+            list.push(Extra {
+                id,
+                config,
+                want: true,
+                brand,
+            });
+            id
+        }
+    };
+    connections::store(&list).await.map_err(list_error)?;
+    connections::register_looks(&list);
+    retire_loop(id);
+    start_loop(id);
+    Ok(id)
+}
+
+/// The user's Disconnect (or a Connect with the saved config when `connect` is true) of the
+/// first connection.
 pub async fn set_wanted(connect: bool) {
-    if let Err(e) = storage::set(Area::Local, WANT_KEY, &connect).await {
+    set_wanted_of(0, connect).await;
+}
+
+/// The user's Connect or Disconnect of connection `conn`; false when there is no such
+/// connection.
+pub async fn set_wanted_of(conn: u32, connect: bool) -> bool {
+    let stored = if conn == 0 {
+        storage::set(Area::Local, WANT_KEY, &connect).await
+    } else {
+        let lock = LIST_LOCK.with(Rc::clone);
+        let _turn = lock.lock().await;
+        let mut list = connections::list().await;
+        let Some(extra) = list.iter_mut().find(|e| e.id == conn) else {
+            return false;
+        };
+        extra.want = connect;
+        connections::store(&list).await
+    };
+    if let Err(e) = stored {
         log(&format!("cannot store the wanted state: {e}"));
     }
-    retire_loop();
+    retire_loop(conn);
     if connect {
-        start_loop();
+        start_loop(conn);
     } else {
-        let _ = alarms::clear(ALARM).await;
-        watchdog::stop().await;
-        set_status(
+        if !any_running() {
+            let _ = alarms::clear(ALARM).await;
+            watchdog::stop().await;
+        }
+        let again = if conn == 0 { "Save & connect" } else { "Connect" };
+        status::set_status_of(
+            conn,
             State::Disconnected,
-            "Disconnected by you. Click Save & connect to connect again.",
+            format!("Disconnected by you. Click {again} to connect again."),
         )
         .await;
     }
+    true
 }
 
-fn retire_loop() {
-    with(|s| {
+/// The user's Remove of connection `conn`: disconnected and forgotten (the first connection's
+/// config is cleared; a further one leaves the list, with its undelivered results). Its tab
+/// group's tabs stay open. False when there is no such connection.
+pub async fn remove(conn: u32) -> bool {
+    if conn == 0 {
+        set_wanted_of(0, false).await;
+        if let Err(e) = storage::set(Area::Local, CONFIG_KEY, &serde_json::Value::Null).await {
+            log(&format!("cannot clear the config: {e}"));
+        }
+        status::set_status_of(
+            0,
+            State::Disconnected,
+            "Not configured: enter the server URL and token, then Save & connect.",
+        )
+        .await;
+        return true;
+    }
+    let lock = LIST_LOCK.with(Rc::clone);
+    let _turn = lock.lock().await;
+    let mut list = connections::list().await;
+    let before = list.len();
+    list.retain(|e| e.id != conn);
+    if list.len() == before {
+        return false;
+    }
+    if let Err(e) = connections::store(&list).await {
+        log(&format!("cannot store the connections: {e}"));
+    }
+    retire_loop(conn);
+    SESSIONS.with(|s| s.borrow_mut().remove(&conn));
+    delivery::removed(conn);
+    crate::agent::forget(conn);
+    connections::register_looks(&list);
+    let _ = storage::remove_session(&[status::key(conn)]).await;
+    if !any_running() {
+        let _ = alarms::clear(ALARM).await;
+        watchdog::stop().await;
+    }
+    true
+}
+
+fn retire_loop(conn: u32) {
+    with(conn, |s| {
         s.generation += 1;
         s.running = false;
     });
-    delivery::disconnected();
+    delivery::disconnected(conn);
 }
 
-fn start_loop() {
-    let gen = with(|s| {
+fn start_loop(conn: u32) {
+    let gen = with(conn, |s| {
         s.running = true;
         s.generation
     });
-    spawn_loop(gen, None);
+    spawn_loop(conn, gen, None);
 }
 
 /// Starts the loop; `config`: the wanted config as just read, for its first connection.
-fn spawn_loop(gen: u64, config: Option<ConnectionConfig>) {
-    spawn_local(run(gen, config));
-    spawn_local(keep_alive(gen));
+fn spawn_loop(conn: u32, gen: u64, config: Option<ConnectionConfig>) {
+    spawn_local(run(conn, gen, config));
+    spawn_local(keep_alive(conn, gen));
 }
 
-fn is_current(gen: u64) -> bool {
-    with(|s| s.generation == gen && s.running)
+fn is_current(conn: u32, gen: u64) -> bool {
+    with(conn, |s| s.generation == gen && s.running)
 }
 
 /// Retry delay: 1 s doubling to 30 s, with ±20 % jitter so many browsers don't reconnect at once.
@@ -162,60 +337,62 @@ fn backoff_ms(attempt: u32) -> u32 {
     (f64::from(base) + jitter) as u32
 }
 
-async fn run(gen: u64, mut first: Option<ConnectionConfig>) {
+async fn run(conn: u32, gen: u64, mut first: Option<ConnectionConfig>) {
     if let Err(e) = alarms::create_periodic(ALARM, 0.5).await {
         log(&format!("cannot create the keep-alive alarm: {e}"));
     }
     watchdog::start().await;
     delivery::restore().await;
     let mut attempt = 0u32;
-    while is_current(gen) {
+    while is_current(conn, gen) {
         let config = match first.take() {
             Some(config) => Some(config),
-            None => wanted_config().await,
+            None => wanted_config(conn).await,
         };
         let Some(config) = config else {
-            if is_current(gen) {
-                with(|s| s.running = false);
+            if is_current(conn, gen) {
+                with(conn, |s| s.running = false);
             }
             return;
         };
         // A loop retired while it waited (Save & connect started a new one during this
         // worker's start-up, which reads the delivery ledger first) must not connect too,
         // nor write its "Connecting" over the new loop's "Connected".
-        if !is_current(gen) {
+        if !is_current(conn, gen) {
             return;
         }
-        set_status(
+        status::set_status_of(
+            conn,
             State::Connecting,
             format!("Connecting to {}…", config.server_url),
         )
         .await;
-        if !is_current(gen) {
+        if !is_current(conn, gen) {
             return;
         }
         let (tx, rx) = mpsc::unbounded();
         let pending_tx = RefCell::new(Some(tx));
         let on_auth = || {
             if let Some(tx) = pending_tx.borrow_mut().take() {
-                on_authenticated(gen, tx, &config);
+                on_authenticated(conn, gen, tx, &config);
             }
         };
+        let handoff = handoff(conn);
         let ended = match config.transport {
-            Transport::WebSocket => transport::websocket::run(&config, HANDOFF, rx, on_auth).await,
-            Transport::SseHttp => transport::sse_http::run(&config, HANDOFF, rx, on_auth).await,
+            Transport::WebSocket => transport::websocket::run(&config, handoff, rx, on_auth).await,
+            Transport::SseHttp => transport::sse_http::run(&config, handoff, rx, on_auth).await,
             Transport::HttpPoll => {
-                transport::http_poll::run(&config, true, HANDOFF, rx, on_auth).await
+                transport::http_poll::run(&config, true, handoff, rx, on_auth).await
             }
             Transport::HttpShortPoll => {
-                transport::http_poll::run(&config, false, HANDOFF, rx, on_auth).await
+                transport::http_poll::run(&config, false, handoff, rx, on_auth).await
             }
         };
         drop(pending_tx);
-        if with(|s| s.generation == gen) {
-            delivery::disconnected();
+        if with(conn, |s| s.generation == gen) {
+            delivery::disconnected(conn);
         }
-        if !is_current(gen) {
+        if !is_current(conn, gen) {
             return;
         }
         match ended {
@@ -226,13 +403,18 @@ async fn run(gen: u64, mut first: Option<ConnectionConfig>) {
                 } else {
                     format!(" ({reason})")
                 };
-                let message = if matches!(ended, Ended::Unauthorized(_)) {
-                    format!("The server rejected the token{why}. It was cleared: paste a new token and click Save & connect.")
+                let again = if conn == 0 {
+                    "paste a new token and click Save & connect"
                 } else {
-                    format!("The server disconnected this browser{why}. Its token was cleared: paste a new token and click Save & connect.")
+                    "pair with it again, or remove it in Options"
                 };
-                stop_for_good(&config, message).await;
-                with(|s| s.running = false);
+                let message = if matches!(ended, Ended::Unauthorized(_)) {
+                    format!("The server rejected the token{why}. It was cleared: {again}.")
+                } else {
+                    format!("The server disconnected this browser{why}. Its token was cleared: {again}.")
+                };
+                with(conn, |s| s.running = false);
+                stop_for_good(conn, &config, message).await;
                 return;
             }
             Ended::Lost {
@@ -241,7 +423,8 @@ async fn run(gen: u64, mut first: Option<ConnectionConfig>) {
             } => {
                 attempt = if authenticated { 0 } else { attempt + 1 };
                 let delay = backoff_ms(attempt);
-                set_status(
+                status::set_status_of(
+                    conn,
                     State::Error,
                     format!("{detail}. Retrying in {} s.", (delay + 500) / 1000),
                 )
@@ -252,15 +435,21 @@ async fn run(gen: u64, mut first: Option<ConnectionConfig>) {
     }
 }
 
-fn on_authenticated(gen: u64, tx: mpsc::UnboundedSender<CommandResult>, config: &ConnectionConfig) {
-    if with(|s| s.generation != gen) {
+fn on_authenticated(
+    conn: u32,
+    gen: u64,
+    tx: mpsc::UnboundedSender<CommandResult>,
+    config: &ConnectionConfig,
+) {
+    if with(conn, |s| s.generation != gen) {
         // A retired loop's connection: its status is not the browser's.
         return;
     }
-    delivery::connected(tx);
+    delivery::connected(conn, tx);
     // Written now, not after another await: a status set later (say, the server's
     // `event: disconnect` right behind) must never be overwritten by this one.
-    spawn_local(set_status(
+    spawn_local(status::set_status_of(
+        conn,
         State::Connected,
         format!(
             "Connected to {} ({})",
@@ -272,21 +461,34 @@ fn on_authenticated(gen: u64, tx: mpsc::UnboundedSender<CommandResult>, config: 
 
 /// A rejected token (401, close 4001) or the server's disconnect: clear the token and stop
 /// until the user gives a new one.
-async fn stop_for_good(config: &ConnectionConfig, message: String) {
-    let mut cleared = config.clone();
-    cleared.token.clear();
-    let _ = storage::set(Area::Local, CONFIG_KEY, &cleared).await;
-    let _ = storage::set(Area::Local, WANT_KEY, &false).await;
-    let _ = alarms::clear(ALARM).await;
-    watchdog::stop().await;
-    set_status(State::Error, message).await;
+async fn stop_for_good(conn: u32, config: &ConnectionConfig, message: String) {
+    if conn == 0 {
+        let mut cleared = config.clone();
+        cleared.token.clear();
+        let _ = storage::set(Area::Local, CONFIG_KEY, &cleared).await;
+        let _ = storage::set(Area::Local, WANT_KEY, &false).await;
+    } else {
+        let lock = LIST_LOCK.with(Rc::clone);
+        let _turn = lock.lock().await;
+        let mut list = connections::list().await;
+        if let Some(e) = list.iter_mut().find(|e| e.id == conn) {
+            e.config.token.clear();
+            e.want = false;
+            let _ = connections::store(&list).await;
+        }
+    }
+    if !any_running() {
+        let _ = alarms::clear(ALARM).await;
+        watchdog::stop().await;
+    }
+    status::set_status_of(conn, State::Error, message).await;
 }
 
 /// While the loop runs, a trivial extension API call every 20 s keeps Chrome from stopping the
 /// worker; it sends nothing to the backend. A worker stopped anyway is started again by the
 /// watchdog at once, or by the alarm (the backstop) within its 30 s period.
-async fn keep_alive(gen: u64) {
-    while is_current(gen) {
+async fn keep_alive(conn: u32, gen: u64) {
+    while is_current(conn, gen) {
         sleep_ms(KEEPALIVE_MS).await;
         let _ = runtime::touch().await;
     }

@@ -1,4 +1,4 @@
-//! browser_state: the automation group's tabs (which one is active) and what changed since the
+//! browser_state: the agent's own group's tabs (which one is active) and what changed since the
 //! last report (`changes`, drained: each change is reported once). Cheap, as it follows every
 //! call a driver makes: one `chrome.tabs.query`, no debugger.
 
@@ -34,13 +34,25 @@ struct State<'a> {
 pub async fn run() -> Result<ToolResult, String> {
     // A tab a group tab's page just opened is listed once it is known whether it is active.
     active::settled().await;
-    let tabs = match group::find().await? {
+    let mine = group::find().await?;
+    let tabs = match mine {
         Some(g) => group::tabs_of(g).await?,
         None => Vec::new(),
     };
     let active = active::among(&tabs).await;
+    // Another agent's tabs' changes are its own report's (asked only when there are others).
+    let mut others = std::collections::HashSet::new();
+    for g in group::known_groups() {
+        if Some(g) != mine {
+            others.extend(group::tabs_of(g).await?.into_iter().filter_map(|t| t.id));
+        }
+    }
     // Drained after the tabs are listed: a change pushed while they were awaited is not lost.
-    let (changes, dropped) = changes::drain();
+    let (changes, dropped) = if others.is_empty() {
+        changes::drain()
+    } else {
+        changes::drain_except(|t| others.contains(&t))
+    };
     let state = State {
         tabs: tabs.iter().filter_map(|t| entry(t, active)).collect(),
         changes,

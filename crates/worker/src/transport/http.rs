@@ -179,7 +179,7 @@ impl BodyReader {
 pub async fn post_result(
     config: ConnectionConfig,
     result: CommandResult,
-    undelivered: fn(CommandResult),
+    handoff: super::Handoff,
 ) -> bool {
     let url = config.result_url();
     let body = serde_json::to_string(&result).unwrap_or_default();
@@ -210,6 +210,6 @@ pub async fn post_result(
             }
         }
     }
-    undelivered(result);
+    handoff.undelivered(result);
     reached
 }

@@ -56,7 +56,7 @@ pub async fn run(
                 }
                 let handed = !list.is_empty();
                 for parsed in list {
-                    (handoff.command)(parsed);
+                    handoff.command(parsed);
                 }
                 // The commands just handed on start (their ledger entry, their tool's first
                 // call) before the next poll's fetch is made, so that the fetch's own work in
@@ -91,7 +91,7 @@ async fn pump<T>(
     handoff: Handoff,
 ) -> Option<T> {
     let post = |result| {
-        spawn_local(post_result(config.clone(), result, handoff.undelivered).map(drop));
+        spawn_local(post_result(config.clone(), result, handoff).map(drop));
     };
     let mut posted = false;
     while let Ok(result) = outgoing.try_recv() {

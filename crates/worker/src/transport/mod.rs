@@ -9,16 +9,32 @@ pub mod http_poll;
 pub mod sse_http;
 pub mod websocket;
 
-/// Where a transport hands on what it reads, given by the session.
+/// Where a transport hands on what it reads, given by the session, for one connection.
 #[derive(Clone, Copy)]
 pub struct Handoff {
+    /// The connection (0: the first) this transport serves; handed back with everything.
+    pub conn: u32,
     /// A command as read, or why it could not be read (answered by its id when it has one).
-    pub command: fn(Result<Command, Malformed>),
+    pub on_command: fn(u32, Result<Command, Malformed>),
     /// The backend's `error` frame: shown in the status; the connection stays.
-    pub server_said: fn(&str),
+    pub on_server_said: fn(u32, &str),
     /// A result that could not be delivered (a POST that kept failing): kept for the next
     /// connection.
-    pub undelivered: fn(CommandResult),
+    pub on_undelivered: fn(u32, CommandResult),
+}
+
+impl Handoff {
+    pub fn command(&self, parsed: Result<Command, Malformed>) {
+        (self.on_command)(self.conn, parsed)
+    }
+
+    pub fn server_said(&self, message: &str) {
+        (self.on_server_said)(self.conn, message)
+    }
+
+    pub fn undelivered(&self, result: CommandResult) {
+        (self.on_undelivered)(self.conn, result)
+    }
 }
 
 /// Why a connection ended.

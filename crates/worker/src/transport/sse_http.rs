@@ -78,7 +78,7 @@ pub async fn run(
             Either::Right(Either::Left((Some(result), _))) => {
                 let (config, gone) = (config.clone(), unreachable_tx.clone());
                 spawn_local(async move {
-                    if !post_result(config, result, handoff.undelivered).await {
+                    if !post_result(config, result, handoff).await {
                         let _ = gone.unbounded_send(());
                     }
                 });
@@ -104,7 +104,7 @@ pub async fn run(
                 };
                 for ev in events {
                     match ev.event.as_str() {
-                        "message" => (handoff.command)(Command::parse(&ev.data)),
+                        "message" => handoff.command(Command::parse(&ev.data)),
                         "disconnect" => return Ended::Disconnected(super::short(&ev.data)),
                         _ => {}
                     }

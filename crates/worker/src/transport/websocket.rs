@@ -87,15 +87,25 @@ pub async fn run(
                         on_auth();
                     }
                 }
-                Ok(ServerFrame::Command { id, tool, args }) => {
+                Ok(ServerFrame::Command {
+                    id,
+                    tool,
+                    args,
+                    agent,
+                }) => {
                     // auth_ok is optional: a command also means the token was accepted.
                     if !authenticated {
                         authenticated = true;
                         on_auth();
                     }
-                    (handoff.command)(Ok(Command { id, tool, args }));
+                    handoff.command(Ok(Command {
+                        id,
+                        tool,
+                        args,
+                        agent,
+                    }));
                 }
-                Ok(ServerFrame::Error { message }) => (handoff.server_said)(&message),
+                Ok(ServerFrame::Error { message }) => handoff.server_said(&message),
                 Ok(ServerFrame::Unknown) => {}
                 // A command that can't run is answered by its id; other broken frames are
                 // logged.
@@ -104,7 +114,7 @@ pub async fn run(
                         authenticated = true;
                         on_auth();
                     }
-                    (handoff.command)(Err(malformed));
+                    handoff.command(Err(malformed));
                 }
             },
             Either::Left(Some(Ok(Message::Bytes(_)))) => {}

@@ -2,10 +2,15 @@
 //! in order and commands for different tabs concurrently, and every result is answered through
 //! the live connection or kept in the outbox until the next one. What must survive a worker
 //! restart (the ledger of ids, the outbox) is written by [`store`], off the command's path.
+//!
+//! Each connection has its own ids: an id is kept as the connection's number and the backend's
+//! id ([`internal_id`]; the first connection's ids as they came), so ids of two backends never
+//! meet, and each result goes back to the connection its command came by.
 
 mod seen;
 mod store;
 
+use crate::agent::{self, Agent};
 use crate::js::{log, with_timeout};
 use crate::tools::{self, Checked, Refused};
 use futures_channel::{mpsc, oneshot};
@@ -37,8 +42,8 @@ enum Seen {
 }
 
 struct Delivery {
-    /// The live, authenticated connection's outgoing results.
-    sender: Option<mpsc::UnboundedSender<CommandResult>>,
+    /// Per connection, the live, authenticated connection's outgoing results.
+    senders: HashMap<u32, mpsc::UnboundedSender<CommandResult>>,
     /// Results produced while no connection was up, delivered on the next one.
     outbox: VecDeque<(CommandResult, usize)>,
     /// The last `SEEN_MAX` ids, each with its number (its ledger slot is the number modulo
@@ -59,7 +64,7 @@ struct Delivery {
 impl Default for Delivery {
     fn default() -> Self {
         Delivery {
-            sender: None,
+            senders: HashMap::new(),
             outbox: VecDeque::new(),
             seen: SeenIds::new(SEEN_MAX),
             next_n: 0,
@@ -123,16 +128,54 @@ impl Delivery {
     }
 }
 
-/// A connection was accepted: its results go to `tx`, and what waited in the outbox is sent
-/// on it now.
-pub fn connected(tx: mpsc::UnboundedSender<CommandResult>) {
+/// Splits a separator from the backend's id.
+const SEP: char = '\u{1e}';
+
+/// The id a command of connection `conn` is kept by: the backend's id for the first connection
+/// (as it always was), else the connection's number, a separator, and the backend's id.
+pub fn internal_id(conn: u32, id: &str) -> String {
+    if conn == 0 && !id.contains(SEP) {
+        id.to_string()
+    } else {
+        format!("{conn}{SEP}{id}")
+    }
+}
+
+/// The connection and the backend's id of a kept id.
+fn split_id(internal: &str) -> (u32, &str) {
+    match internal.split_once(SEP) {
+        Some((conn, id)) => match conn.parse() {
+            Ok(conn) => (conn, id),
+            Err(_) => (0, internal),
+        },
+        None => (0, internal),
+    }
+}
+
+/// The result as its backend knows it (its own id), and the connection it goes to.
+fn outward(mut result: CommandResult) -> (u32, CommandResult) {
+    let (conn, id) = split_id(&result.command_id);
+    if id.len() != result.command_id.len() {
+        result.command_id = id.to_string();
+    }
+    (conn, result)
+}
+
+/// Connection `conn` was accepted: its results go to `tx`, and what of its results waited in
+/// the outbox is sent on it now.
+pub fn connected(conn: u32, tx: mpsc::UnboundedSender<CommandResult>) {
     let waiting = with(|d| {
-        d.sender = Some(tx.clone());
-        d.outbox.drain(..).map(|(r, _)| r).collect::<Vec<_>>()
+        d.senders.insert(conn, tx.clone());
+        let (mine, others): (Vec<_>, Vec<_>) = d
+            .outbox
+            .drain(..)
+            .partition(|(r, _)| split_id(&r.command_id).0 == conn);
+        d.outbox.extend(others);
+        mine.into_iter().map(|(r, _)| r).collect::<Vec<_>>()
     });
     let flushed = !waiting.is_empty();
     for result in waiting {
-        let _ = tx.unbounded_send(result);
+        let _ = tx.unbounded_send(outward(result).1);
     }
     if flushed {
         with(|d| d.store.outbox_dirty = true);
@@ -140,28 +183,49 @@ pub fn connected(tx: mpsc::UnboundedSender<CommandResult>) {
     }
 }
 
-/// No connection now: results wait in the outbox.
-pub fn disconnected() {
-    with(|d| d.sender = None);
+/// Connection `conn` is not up now: its results wait in the outbox.
+pub fn disconnected(conn: u32) {
+    with(|d| d.senders.remove(&conn));
+}
+
+/// Connection `conn` was removed: its undelivered results go.
+pub fn removed(conn: u32) {
+    let dropped = with(|d| {
+        d.senders.remove(&conn);
+        let before = d.outbox.len();
+        d.outbox.retain(|(r, _)| split_id(&r.command_id).0 != conn);
+        d.store.outbox_dirty |= d.outbox.len() != before;
+        d.outbox.len() != before
+    });
+    if dropped {
+        store::flush_soon();
+    }
 }
 
 /// A command as a transport read it, from any transport: run once per id (across worker
 /// restarts), in order per tab and concurrently across tabs, answered through the live
 /// connection or the outbox. One that can't run but carries an id is answered with its error,
 /// exactly once per id like any command; one without an id is only logged.
-pub fn receive(parsed: Result<Command, Malformed>) {
+pub fn receive(conn: u32, parsed: Result<Command, Malformed>) {
     match parsed {
-        Ok(cmd) => match admit(&cmd.id, None) {
-            Next::Wait => {}
-            Next::Answer(r) => {
-                deliver(r);
+        Ok(mut cmd) => {
+            cmd.id = internal_id(conn, &cmd.id);
+            match admit(&cmd.id, None) {
+                Next::Wait => {}
+                Next::Answer(r) => {
+                    deliver(r);
+                }
+                Next::Run => {
+                    let agent = Agent::of(conn, cmd.agent.take());
+                    spawn_local(run_command(cmd, agent))
+                }
             }
-            Next::Run => spawn_local(run_command(cmd)),
-        },
+        }
         Err(Malformed {
             id: Some(id),
             error,
         }) => {
+            let id = internal_id(conn, &id);
             let refused = CommandResult::error(id.clone(), error);
             match admit(&id, Some(refused)) {
                 Next::Answer(r) => {
@@ -208,7 +272,7 @@ fn admit(id: &str, refused: Option<CommandResult>) -> Next {
     })
 }
 
-async fn run_command(cmd: Command) {
+async fn run_command(cmd: Command, agent: Agent) {
     with(|d| d.in_flight += 1);
     // A tool the catalog marks `outsideTabOrder` (listing a tab's page tools) only reads, so it
     // does not wait behind the tab's running commands.
@@ -259,7 +323,8 @@ async fn run_command(cmd: Command) {
             store::stored_before_acting().await;
         }
     }
-    let outcome = run(checked).await;
+    // Everything the command runs knows whose it is: its agent's group, and no other.
+    let outcome = agent::scope(agent, run(checked)).await;
     if let Some((tab, seq, done)) = turn {
         let _ = done.send(());
         with(|d| {
@@ -319,8 +384,16 @@ async fn bounded(
 /// outbox is written soon).
 fn deliver(result: CommandResult) -> bool {
     let queued = with(|d| {
-        let unsent = match &d.sender {
-            Some(tx) => tx.unbounded_send(result).err().map(|e| e.into_inner()),
+        let conn = split_id(&result.command_id).0;
+        let unsent = match d.senders.get(&conn) {
+            Some(tx) => {
+                let internal = result.command_id.clone();
+                tx.unbounded_send(outward(result).1).err().map(|e| {
+                    let mut r = e.into_inner();
+                    r.command_id = internal;
+                    r
+                })
+            }
             None => Some(result),
         };
         unsent.map(|r| d.queue(r)).is_some()
@@ -333,7 +406,27 @@ fn deliver(result: CommandResult) -> bool {
 
 /// A result the transport could not deliver (a POST that kept failing): back to the outbox,
 /// sent on the next connection.
-pub fn undelivered(result: CommandResult) {
+pub fn undelivered(conn: u32, mut result: CommandResult) {
+    result.command_id = internal_id(conn, &result.command_id);
     with(|d| d.queue(result));
     store::flush_soon();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{internal_id, split_id};
+
+    /// The first connection's ids are kept as they came; another's carry its number, and each
+    /// splits back into the connection and the backend's own id.
+    #[test]
+    fn ids_are_kept_per_connection() {
+        assert_eq!(internal_id(0, "abc"), "abc");
+        assert_eq!(split_id("abc"), (0, "abc"));
+        let other = internal_id(3, "abc");
+        assert_ne!(other, "abc");
+        assert_eq!(split_id(&other), (3, "abc"));
+        // A first connection's id that holds the separator is still its own.
+        let odd = internal_id(0, "3\u{1e}abc");
+        assert_eq!(split_id(&odd), (0, "3\u{1e}abc"));
+    }
 }

@@ -1,0 +1,249 @@
+//! One tab group per agent: two backends connected to one browser at once (the first through
+//! Options, the second by accepting its pair offer in the popup), each with its own named,
+//! coloured group; each sees and drives only its own tabs, is refused on the other's, and both
+//! drive at once without touching each other's tabs. Options lists both; removing one leaves
+//! the other working. And MCP client sessions that ask get groups of their own.
+
+use browser_operator_e2e::mcp::{error_of, text_of, HttpMcp};
+use browser_operator_e2e::{tabs_context, Backend, Browser, Page, Result};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+const WAIT: Duration = Duration::from_secs(30);
+
+/// Pairs `browser` with `backend` as a person does: its /pair page, Connect, then Accept in
+/// the popup (a real click).
+async fn pair(browser: &Browser, backend: &Backend) -> Result<()> {
+    let pair = browser
+        .open_page(&format!("{}/pair", backend.http_url()))
+        .await?;
+    pair.wait_for(
+        "document.querySelector('#presence').dataset.state === 'installed'",
+        WAIT,
+    )
+    .await?;
+    pair.click("#connect").await?;
+    pair.wait_for(
+        "document.querySelector('#state').dataset.state === 'waiting'",
+        WAIT,
+    )
+    .await?;
+    let popup = browser.popup_page().await?;
+    popup
+        .wait_for("!document.querySelector('#offer').hidden", WAIT)
+        .await?;
+    popup.click("#accept").await?;
+    backend.wait_browsers(1, WAIT).await?;
+    // With two connections the popup lists each one's status.
+    popup
+        .wait_for(
+            "document.querySelectorAll('#connections li[data-state=\"connected\"]').length === 2",
+            WAIT,
+        )
+        .await?;
+    popup.close().await?;
+    pair.close().await?;
+    Ok(())
+}
+
+/// axe-core's findings on a page (WCAG 2 A/AA and best practices), light and dark (as in
+/// pairing.rs, for the pages with the list of connections).
+async fn accessibility_violations(page: &Page) -> Result<Vec<String>> {
+    let axe = browser_operator_e2e::repo_root().join(".tools/node_modules/axe-core/axe.min.js");
+    let source = std::fs::read_to_string(&axe).map_err(|e| {
+        browser_operator_e2e::Error::new(format!("{}: {e} (run ./build.sh setup)", axe.display()))
+    })?;
+    page.eval(&format!("{source}; true")).await?;
+    let mut found = Vec::new();
+    for scheme in ["light", "dark"] {
+        page.call(
+            "Emulation.setEmulatedMedia",
+            json!({"features": [{"name": "prefers-color-scheme", "value": scheme}]}),
+        )
+        .await?;
+        let v = page
+            .eval(
+                "axe.run(document, {runOnly: ['wcag2a', 'wcag2aa', 'best-practice']})
+                    .then(r => r.violations.map(v => v.id + ': ' + v.nodes.map(n => n.target.join(' ')).join(', ')))",
+            )
+            .await?;
+        let list = v.as_array().ok_or_else(|| {
+            browser_operator_e2e::Error::new(format!("axe.run gave no list of violations: {v}"))
+        })?;
+        for item in list {
+            found.push(format!("{scheme}: {}", item.as_str().unwrap_or("")));
+        }
+    }
+    Ok(found)
+}
+
+/// `chrome.tabGroups.get(group)` as an extension page reads it: `[title, color]`.
+async fn group_look(page: &Page, group: i64) -> Result<Value> {
+    page.eval(&format!(
+        "chrome.tabGroups.get({group}).then(g => [g.title, g.color])"
+    ))
+    .await
+}
+
+/// The tab ids `tabs_context_mcp` lists.
+async fn listed(backend: &Backend) -> Result<Vec<i64>> {
+    let text = backend.text("tabs_context_mcp", json!({})).await?;
+    Ok(tabs_context(&text)["availableTabs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["tabId"].as_i64())
+        .collect())
+}
+
+#[tokio::test]
+async fn two_backends_drive_their_own_groups_at_once() -> Result<()> {
+    let (fixtures, a, browser) = browser_operator_e2e::connected().await?;
+    let b = Backend::start().await?;
+    pair(&browser, &b).await?;
+    assert_eq!(a.browsers().await?, 1, "the first backend stays connected");
+
+    // Each has its own group: the first keeps the product's, the second is named by its
+    // pair offer's brand, in another colour.
+    let (tab_a, group_a) = a.first_tab().await?;
+    let (tab_b, group_b) = b.first_tab().await?;
+    assert_ne!(group_a, group_b);
+    let options = browser.options_page().await?;
+    assert_eq!(
+        group_look(&options, group_a).await?,
+        json!(["Browser Operator", "blue"])
+    );
+    let look_b = group_look(&options, group_b).await?;
+    assert_eq!(look_b[0], "Browser Operator server", "{look_b}");
+    assert_ne!(look_b[1], "blue", "{look_b}");
+
+    // Each lists only its own tabs, a new tab included.
+    let tab_b2 = b.new_tab().await?;
+    assert_eq!(listed(&a).await?, vec![tab_a]);
+    let of_b = listed(&b).await?;
+    assert!(of_b.contains(&tab_b) && of_b.contains(&tab_b2) && !of_b.contains(&tab_a), "{of_b:?}");
+
+    // Each is refused on the other's tabs, without a word of the other backend.
+    for (backend, tab, other) in [(&a, tab_b, &b), (&b, tab_a, &a)] {
+        let refused = backend
+            .error("javascript_tool", json!({"tabId": tab, "text": "1"}))
+            .await?;
+        assert!(
+            refused.contains(&format!("Tab {tab} belongs to another agent's tab group")),
+            "{refused}"
+        );
+        let port = other.addr().port().to_string();
+        assert!(
+            !refused.contains(other.token()) && !refused.contains(&port),
+            "{refused}"
+        );
+        let refused = backend.error("navigate", json!({"tabId": tab, "url": "about:blank"})).await?;
+        assert!(refused.contains("another agent's tab group"), "{refused}");
+    }
+
+    // Both drive at once, interleaved: each marks and reads its own tab only.
+    a.navigate(tab_a, &fixtures.url("hello.html")).await?;
+    b.navigate(tab_b, &fixtures.url("hello.html")).await?;
+    let drive = |backend: &Backend, tab: i64, me: &'static str| {
+        let caller = backend.caller();
+        async move {
+            let mut seen = Vec::new();
+            for i in 0..6 {
+                let code = format!("window.__n = (window.__n || 0) + 1; window.__who = '{me}{i}'; window.__who + '/' + window.__n");
+                let r = caller
+                    .command("javascript_tool", json!({"tabId": tab, "text": code}))
+                    .await?;
+                seen.push(serde_json::to_value(&r)?);
+            }
+            Ok::<_, browser_operator_e2e::Error>(seen)
+        }
+    };
+    let (seen_a, seen_b) = tokio::join!(drive(&a, tab_a, "a"), drive(&b, tab_b, "b"));
+    for (seen, me) in [(seen_a?, "a"), (seen_b?, "b")] {
+        for (i, r) in seen.iter().enumerate() {
+            let text = r.to_string();
+            assert!(text.contains(&format!("{me}{i}/{}", i + 1)), "{me}: {text}");
+        }
+    }
+
+    // Options lists both connections with their groups.
+    options
+        .wait_for("document.querySelectorAll('#connections li').length === 2", WAIT)
+        .await?;
+    let shown = options
+        .eval("[...document.querySelectorAll('#connections li')].map(li => [li.dataset.state, li.querySelector('.connection-group').textContent])")
+        .await?;
+    assert_eq!(
+        shown,
+        json!([["connected", "Browser Operator"], ["connected", "Browser Operator server"]])
+    );
+    // The pages with the list pass the accessibility checker, light and dark.
+    let popup = browser.popup_page().await?;
+    popup
+        .wait_for("document.querySelectorAll('#connections li').length === 2", WAIT)
+        .await?;
+    let mut found = accessibility_violations(&options).await?;
+    found.extend(accessibility_violations(&popup).await?);
+    assert!(found.is_empty(), "accessibility violations: {found:?}");
+    popup.close().await?;
+
+    // Removing the second (a real click) disconnects it; the first works on.
+    options
+        .click("#connections li:nth-child(2) .connection-remove")
+        .await?;
+    b.wait_browsers(0, WAIT).await?;
+    // Back to one connection: Options is as it always was, without the list.
+    options
+        .wait_for("document.querySelector('#connections-section').hidden", WAIT)
+        .await?;
+    assert_eq!(a.js(tab_a, "window.__who").await?, "a5");
+    assert_eq!(listed(&a).await?, vec![tab_a]);
+    Ok(())
+}
+
+/// MCP client sessions that ask (`browserOperator/ownTabGroup`) each get a group of their own
+/// in the backend's browser; a session that does not ask drives the backend's group.
+#[tokio::test]
+async fn mcp_sessions_that_ask_get_their_own_groups() -> Result<()> {
+    let (_fixtures, backend, browser) = browser_operator_e2e::connected().await?;
+    let own = json!({"experimental": {"browserOperator/ownTabGroup": {}}});
+    let url = backend.http_url();
+    let one = HttpMcp::connect_as(&url, backend.token(), "alpha", own.clone()).await?;
+    let two = HttpMcp::connect_as(&url, backend.token(), "beta", own).await?;
+    let plain = HttpMcp::connect(&url, backend.token()).await?;
+    let first = |ctx: &str| -> (i64, i64) {
+        let v = tabs_context(ctx);
+        (
+            v["availableTabs"][0]["tabId"].as_i64().unwrap_or(-1),
+            v["tabGroupId"].as_i64().unwrap_or(-1),
+        )
+    };
+    let create = json!({"createIfEmpty": true});
+    let (tab1, group1) = first(&text_of(&one.call("tabs_context_mcp", create.clone()).await?)?);
+    let (tab2, group2) = first(&text_of(&two.call("tabs_context_mcp", create.clone()).await?)?);
+    let (tab0, group0) = first(&text_of(&plain.call("tabs_context_mcp", create).await?)?);
+    assert!(tab1 >= 0 && tab2 >= 0 && tab0 >= 0);
+    assert!(group1 != group2 && group1 != group0 && group2 != group0);
+
+    let options = browser.options_page().await?;
+    let look1 = group_look(&options, group1).await?;
+    let look2 = group_look(&options, group2).await?;
+    assert!(look1[0].as_str().unwrap_or("").starts_with("Browser Operator · alpha "), "{look1}");
+    assert!(look2[0].as_str().unwrap_or("").starts_with("Browser Operator · beta "), "{look2}");
+    assert_ne!(look1[1], look2[1]);
+    assert_eq!(group_look(&options, group0).await?, json!(["Browser Operator", "blue"]));
+
+    // Each session is refused on the other's tab, and the backend's own commands (no agent)
+    // on both.
+    let refused = error_of(&one.call("javascript_tool", json!({"tabId": tab2, "text": "1"})).await?)?;
+    assert!(refused.contains("another agent's tab group"), "{refused}");
+    let refused = error_of(&two.call("javascript_tool", json!({"tabId": tab1, "text": "1"})).await?)?;
+    assert!(refused.contains("another agent's tab group"), "{refused}");
+    let refused = backend.error("javascript_tool", json!({"tabId": tab1, "text": "1"})).await?;
+    assert!(refused.contains("another agent's tab group"), "{refused}");
+    let mine = text_of(&one.call("javascript_tool", json!({"tabId": tab1, "text": "6*7"})).await?)?;
+    assert!(mine.contains("42"), "{mine}");
+    // The backend's own commands are the session without an agent's.
+    assert_eq!(backend.js(tab0, "6*7").await?, "42");
+    Ok(())
+}
