@@ -726,7 +726,7 @@ async fn sessions_that_ask_get_an_agent_of_their_own() {
     let cmd = answer(&mut ws, json!({"content": [{"type": "text", "text": "ok"}]})).await;
     assert_eq!(cmd["agent"], "script-7");
     assert_eq!(post.await.unwrap().0, 200);
-    let bad = json!({"tool": "tabs_context_mcp", "agent": "a\u0007b"}).to_string();
+    let bad = json!({"tool": "tabs_context_mcp", "agent": "a\u{7}b"}).to_string();
     let (code, text) = http(addr, "POST /commands", &[BEARER, ("Content-Type", "application/json")], &bad).await;
     assert_eq!(code, 400, "{text}");
     assert!(text.contains("`agent`"), "{text}");

@@ -222,15 +222,28 @@ pub(super) fn flush_later() {
 
 thread_local! {
     static RESTORED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// The restore is done (a second connection's loop waits for the first's).
+    static RESTORE_DONE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// Reads what the previous worker left (once per worker start): ids already executed (never
 /// run again), undelivered results, and commands that were running when it stopped (answered
-/// with an error).
+/// with an error). A call while another's read is under way returns when it is done.
 pub async fn restore() {
     if RESTORED.with(|r| r.replace(true)) {
+        for _ in 0..400 {
+            if RESTORE_DONE.with(std::cell::Cell::get) {
+                break;
+            }
+            sleep_ms(5).await;
+        }
         return;
     }
+    restore_once().await;
+    RESTORE_DONE.with(|d| d.set(true));
+}
+
+async fn restore_once() {
     let mut keys: Vec<String> = (0..SEEN_MAX)
         .map(|i| format!("{LEDGER_PREFIX}{i}"))
         .collect();
