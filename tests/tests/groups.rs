@@ -121,7 +121,10 @@ async fn two_backends_drive_their_own_groups_at_once() -> Result<()> {
     let tab_b2 = b.new_tab().await?;
     assert_eq!(listed(&a).await?, vec![tab_a]);
     let of_b = listed(&b).await?;
-    assert!(of_b.contains(&tab_b) && of_b.contains(&tab_b2) && !of_b.contains(&tab_a), "{of_b:?}");
+    assert!(
+        of_b.contains(&tab_b) && of_b.contains(&tab_b2) && !of_b.contains(&tab_a),
+        "{of_b:?}"
+    );
 
     // Each is refused on the other's tabs, without a word of the other backend.
     for (backend, tab, other) in [(&a, tab_b, &b), (&b, tab_a, &a)] {
@@ -137,7 +140,9 @@ async fn two_backends_drive_their_own_groups_at_once() -> Result<()> {
             !refused.contains(other.token()) && !refused.contains(&port),
             "{refused}"
         );
-        let refused = backend.error("navigate", json!({"tabId": tab, "url": "about:blank"})).await?;
+        let refused = backend
+            .error("navigate", json!({"tabId": tab, "url": "about:blank"}))
+            .await?;
         assert!(refused.contains("another agent's tab group"), "{refused}");
     }
 
@@ -168,19 +173,28 @@ async fn two_backends_drive_their_own_groups_at_once() -> Result<()> {
 
     // Options lists both connections with their groups.
     options
-        .wait_for("document.querySelectorAll('#connections li').length === 2", WAIT)
+        .wait_for(
+            "document.querySelectorAll('#connections li').length === 2",
+            WAIT,
+        )
         .await?;
     let shown = options
         .eval("[...document.querySelectorAll('#connections li')].map(li => [li.dataset.state, li.querySelector('.connection-group').textContent])")
         .await?;
     assert_eq!(
         shown,
-        json!([["connected", "Browser Operator"], ["connected", "Browser Operator server"]])
+        json!([
+            ["connected", "Browser Operator"],
+            ["connected", "Browser Operator server"]
+        ])
     );
     // The pages with the list pass the accessibility checker, light and dark.
     let popup = browser.popup_page().await?;
     popup
-        .wait_for("document.querySelectorAll('#connections li').length === 2", WAIT)
+        .wait_for(
+            "document.querySelectorAll('#connections li').length === 2",
+            WAIT,
+        )
         .await?;
     let mut found = accessibility_violations(&options).await?;
     found.extend(accessibility_violations(&popup).await?);
@@ -194,7 +208,10 @@ async fn two_backends_drive_their_own_groups_at_once() -> Result<()> {
     b.wait_browsers(0, WAIT).await?;
     // Back to one connection: Options is as it always was, without the list.
     options
-        .wait_for("document.querySelector('#connections-section').hidden", WAIT)
+        .wait_for(
+            "document.querySelector('#connections-section').hidden",
+            WAIT,
+        )
         .await?;
     assert_eq!(a.js(tab_a, "window.__who").await?, "a5");
     assert_eq!(listed(&a).await?, vec![tab_a]);
@@ -219,8 +236,12 @@ async fn mcp_sessions_that_ask_get_their_own_groups() -> Result<()> {
         )
     };
     let create = json!({"createIfEmpty": true});
-    let (tab1, group1) = first(&text_of(&one.call("tabs_context_mcp", create.clone()).await?)?);
-    let (tab2, group2) = first(&text_of(&two.call("tabs_context_mcp", create.clone()).await?)?);
+    let (tab1, group1) = first(&text_of(
+        &one.call("tabs_context_mcp", create.clone()).await?,
+    )?);
+    let (tab2, group2) = first(&text_of(
+        &two.call("tabs_context_mcp", create.clone()).await?,
+    )?);
     let (tab0, group0) = first(&text_of(&plain.call("tabs_context_mcp", create).await?)?);
     assert!(tab1 >= 0 && tab2 >= 0 && tab0 >= 0);
     assert!(group1 != group2 && group1 != group0 && group2 != group0);
@@ -228,20 +249,46 @@ async fn mcp_sessions_that_ask_get_their_own_groups() -> Result<()> {
     let options = browser.options_page().await?;
     let look1 = group_look(&options, group1).await?;
     let look2 = group_look(&options, group2).await?;
-    assert!(look1[0].as_str().unwrap_or("").starts_with("Browser Operator · alpha "), "{look1}");
-    assert!(look2[0].as_str().unwrap_or("").starts_with("Browser Operator · beta "), "{look2}");
+    assert!(
+        look1[0]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("Browser Operator · alpha "),
+        "{look1}"
+    );
+    assert!(
+        look2[0]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("Browser Operator · beta "),
+        "{look2}"
+    );
     assert_ne!(look1[1], look2[1]);
-    assert_eq!(group_look(&options, group0).await?, json!(["Browser Operator", "blue"]));
+    assert_eq!(
+        group_look(&options, group0).await?,
+        json!(["Browser Operator", "blue"])
+    );
 
     // Each session is refused on the other's tab, and the backend's own commands (no agent)
     // on both.
-    let refused = error_of(&one.call("javascript_tool", json!({"tabId": tab2, "text": "1"})).await?)?;
+    let refused = error_of(
+        &one.call("javascript_tool", json!({"tabId": tab2, "text": "1"}))
+            .await?,
+    )?;
     assert!(refused.contains("another agent's tab group"), "{refused}");
-    let refused = error_of(&two.call("javascript_tool", json!({"tabId": tab1, "text": "1"})).await?)?;
+    let refused = error_of(
+        &two.call("javascript_tool", json!({"tabId": tab1, "text": "1"}))
+            .await?,
+    )?;
     assert!(refused.contains("another agent's tab group"), "{refused}");
-    let refused = backend.error("javascript_tool", json!({"tabId": tab1, "text": "1"})).await?;
+    let refused = backend
+        .error("javascript_tool", json!({"tabId": tab1, "text": "1"}))
+        .await?;
     assert!(refused.contains("another agent's tab group"), "{refused}");
-    let mine = text_of(&one.call("javascript_tool", json!({"tabId": tab1, "text": "6*7"})).await?)?;
+    let mine = text_of(
+        &one.call("javascript_tool", json!({"tabId": tab1, "text": "6*7"}))
+            .await?,
+    )?;
     assert!(mine.contains("42"), "{mine}");
     // The backend's own commands are the session without an agent's.
     assert_eq!(backend.js(tab0, "6*7").await?, "42");

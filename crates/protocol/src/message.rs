@@ -126,11 +126,19 @@ impl Command {
         };
         let agent = match o.remove("agent") {
             None | Some(Value::Null) => None,
-            Some(Value::String(a)) if !a.is_empty() && a.chars().count() <= MAX_AGENT_CHARS && !a.chars().any(char::is_control) => Some(a),
+            Some(Value::String(a))
+                if !a.is_empty()
+                    && a.chars().count() <= MAX_AGENT_CHARS
+                    && !a.chars().any(char::is_control) =>
+            {
+                Some(a)
+            }
             Some(Value::String(_)) => {
                 return Err(Malformed::new(
                     Some(id),
-                    format!("`agent` must be 1 to {MAX_AGENT_CHARS} characters without control characters"),
+                    format!(
+                    "`agent` must be 1 to {MAX_AGENT_CHARS} characters without control characters"
+                ),
                 ))
             }
             Some(other) => {
@@ -570,6 +578,24 @@ mod tests {
         );
         assert_eq!(c.tool, "navigate");
         assert_eq!(c.args["tabId"], 7);
+    }
+
+    /// `agent` is optional, read when it is a name, and a command with a bad one is answered by
+    /// its id; a command without one is written without it.
+    #[test]
+    fn the_agent_is_optional_and_checked() {
+        let c = Command::parse(r#"{"id":"1","tool":"t","agent":"claude-code 2"}"#).unwrap();
+        assert_eq!(c.agent.as_deref(), Some("claude-code 2"));
+        let plain = Command::parse(r#"{"id":"1","tool":"t"}"#).unwrap();
+        assert_eq!(plain.agent, None);
+        assert!(!serde_json::to_string(&plain).unwrap().contains("agent"));
+        let long = format!("\"{}\"", "x".repeat(65));
+        for bad in ["\"\"", "\"a\\u0007b\"", "7", long.as_str()] {
+            let text = format!(r#"{{"id":"9","tool":"t","agent":{bad}}}"#);
+            let m = Command::parse(&text).unwrap_err();
+            assert_eq!(m.id.as_deref(), Some("9"), "{text}");
+            assert!(m.error.contains("`agent`"), "{}", m.error);
+        }
     }
 
     #[test]

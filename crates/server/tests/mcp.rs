@@ -707,7 +707,11 @@ async fn sessions_that_ask_get_an_agent_of_their_own() {
     let mut agents = Vec::new();
     for (n, mcp) in [first, second, plain].into_iter().enumerate() {
         let call = tokio::spawn(blocking(move || mcp.call(1, "tabs_context_mcp", json!({}))));
-        let cmd = answer(&mut ws, json!({"content": [{"type": "text", "text": "ok"}]})).await;
+        let cmd = answer(
+            &mut ws,
+            json!({"content": [{"type": "text", "text": "ok"}]}),
+        )
+        .await;
         assert_eq!(call.await.unwrap()["content"][0]["text"], "ok");
         agents.push(cmd["agent"].clone());
         if n < 2 {
@@ -716,18 +720,38 @@ async fn sessions_that_ask_get_an_agent_of_their_own() {
         }
     }
     assert_ne!(agents[0], agents[1], "two sessions share an agent");
-    assert_eq!(agents[2], Value::Null, "a session that did not ask got an agent");
+    assert_eq!(
+        agents[2],
+        Value::Null,
+        "a session that did not ask got an agent"
+    );
 
     // The command API passes the caller's agent on, and refuses one that is not a name.
     let body = json!({"tool": "tabs_context_mcp", "args": {}, "agent": "script-7"}).to_string();
     let post = tokio::spawn(async move {
-        http(addr, "POST /commands", &[BEARER, ("Content-Type", "application/json")], &body).await
+        http(
+            addr,
+            "POST /commands",
+            &[BEARER, ("Content-Type", "application/json")],
+            &body,
+        )
+        .await
     });
-    let cmd = answer(&mut ws, json!({"content": [{"type": "text", "text": "ok"}]})).await;
+    let cmd = answer(
+        &mut ws,
+        json!({"content": [{"type": "text", "text": "ok"}]}),
+    )
+    .await;
     assert_eq!(cmd["agent"], "script-7");
     assert_eq!(post.await.unwrap().0, 200);
     let bad = json!({"tool": "tabs_context_mcp", "agent": "a\u{7}b"}).to_string();
-    let (code, text) = http(addr, "POST /commands", &[BEARER, ("Content-Type", "application/json")], &bad).await;
+    let (code, text) = http(
+        addr,
+        "POST /commands",
+        &[BEARER, ("Content-Type", "application/json")],
+        &bad,
+    )
+    .await;
     assert_eq!(code, 400, "{text}");
     assert!(text.contains("`agent`"), "{text}");
     server.shutdown().await;
@@ -739,9 +763,21 @@ async fn sessions_that_ask_get_an_agent_of_their_own() {
     let addr = server.addr();
     let mut ws = extension(addr, None).await;
     let plain = blocking(move || Mcp::connect(addr)).await;
-    let call = tokio::spawn(blocking(move || plain.call(1, "tabs_context_mcp", json!({}))));
-    let cmd = answer(&mut ws, json!({"content": [{"type": "text", "text": "ok"}]})).await;
+    let call = tokio::spawn(blocking(move || {
+        plain.call(1, "tabs_context_mcp", json!({}))
+    }));
+    let cmd = answer(
+        &mut ws,
+        json!({"content": [{"type": "text", "text": "ok"}]}),
+    )
+    .await;
     call.await.unwrap();
-    assert!(cmd["agent"].as_str().unwrap_or_default().starts_with("test "), "{cmd}");
+    assert!(
+        cmd["agent"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("test "),
+        "{cmd}"
+    );
     server.shutdown().await;
 }

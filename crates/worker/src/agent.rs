@@ -150,7 +150,7 @@ pub fn other_titles(agent: &Agent) -> Vec<String> {
     LOOKS.with(|l| all.extend(l.borrow().values().map(|g| g.title.clone())));
     NAMED.with(|n| {
         let named: Vec<Agent> = n.borrow().clone();
-        all.extend(named.iter().map(|a| look_title(a)));
+        all.extend(named.iter().map(look_title));
     });
     all.retain(|t| *t != mine);
     all

@@ -60,7 +60,12 @@ pub fn reported(tab_id: i64) -> Option<Tab> {
 
 /// A tab of any agent's group as last reported (outside any command: tab events).
 pub fn reported_any(tab_id: i32) -> Option<Tab> {
-    REPORTED.with(|r| r.borrow().get(&tab_id).filter(|t| is_known(t.group_id)).cloned())
+    REPORTED.with(|r| {
+        r.borrow()
+            .get(&tab_id)
+            .filter(|t| is_known(t.group_id))
+            .cloned()
+    })
 }
 
 /// `chrome.tabs.onUpdated`, with the tab as it is now: a group tab's record is replaced; a tab

@@ -88,7 +88,12 @@ async fn connection_views() -> Vec<ConnectionView> {
         });
     };
     if let Some(first) = session::saved_config().await {
-        add(0, first, session::first_wanted().await, session::status().await);
+        add(
+            0,
+            first,
+            session::first_wanted().await,
+            session::status().await,
+        );
     }
     for extra in session::extras().await {
         let status = session::status_of(extra.id).await;

@@ -112,9 +112,14 @@ async fn main() -> Result<()> {
     shoot(&popup, 360, "popup-connections").await?;
     let options = browser.options_page().await?;
     options
-        .wait_for("!document.querySelector('#connections-section').hidden", WAIT)
+        .wait_for(
+            "!document.querySelector('#connections-section').hidden",
+            WAIT,
+        )
         .await?;
-    options.eval("document.querySelector('#connections-section').scrollIntoView()").await?;
+    options
+        .eval("document.querySelector('#connections-section').scrollIntoView()")
+        .await?;
     shoot(&options, 760, "options-connections").await?;
     browser.close().await?;
     Ok(())

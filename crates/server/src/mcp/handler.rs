@@ -92,9 +92,7 @@ impl BrowserTools {
     }
 
     async fn check_page_tools(&self, peer: &Peer<RoleServer>) {
-        self.shown
-            .check(&self.backend, self.whom(peer), peer)
-            .await;
+        self.shown.check(&self.backend, self.whom(peer), peer).await;
     }
 
     /// Calls the page tool `name` through btcp_call.

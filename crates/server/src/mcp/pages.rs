@@ -210,12 +210,7 @@ impl Shown {
 
     /// Where the page tool `name` goes: from the tools this session was shown or, failing that,
     /// the page tools of `target` as they are now.
-    pub(super) async fn route(
-        &self,
-        backend: &Backend,
-        target: Whom,
-        name: &str,
-    ) -> Option<Route> {
+    pub(super) async fn route(&self, backend: &Backend, target: Whom, name: &str) -> Option<Route> {
         let shown = self.list().route(name).cloned();
         match shown {
             Some(route) => Some(route),
@@ -228,12 +223,7 @@ impl Shown {
     /// Reads the page tools of `target` and, when they differ from what this session was
     /// shown, tells the client with `notifications/tools/list_changed`. Skipped while another
     /// check runs.
-    pub(super) async fn check(
-        &self,
-        backend: &Backend,
-        target: Whom,
-        peer: &Peer<RoleServer>,
-    ) {
+    pub(super) async fn check(&self, backend: &Backend, target: Whom, peer: &Peer<RoleServer>) {
         let Ok(_checking) = self.checking.try_lock() else {
             return;
         };

@@ -89,7 +89,10 @@ pub async fn extras() -> Vec<Extra> {
 /// (both read in one call).
 async fn wanted_config(conn: u32) -> Option<ConnectionConfig> {
     if conn != 0 {
-        let extra = connections::list().await.into_iter().find(|e| e.id == conn)?;
+        let extra = connections::list()
+            .await
+            .into_iter()
+            .find(|e| e.id == conn)?;
         return (extra.want && extra.config.validate().is_ok()).then_some(extra.config);
     }
     let stored = storage::get_many(Area::Local, &[WANT_KEY, CONFIG_KEY])
@@ -113,8 +116,9 @@ pub async fn resume() {
 
 async fn resume_one(conn: u32) {
     // Claimed before any await: the worker's boot and an alarm often call this together.
-    let claimed =
-        with(conn, |s| (!std::mem::replace(&mut s.running, true)).then_some(s.generation));
+    let claimed = with(conn, |s| {
+        (!std::mem::replace(&mut s.running, true)).then_some(s.generation)
+    });
     let Some(gen) = claimed else {
         return;
     };
@@ -252,7 +256,11 @@ pub async fn set_wanted_of(conn: u32, connect: bool) -> bool {
             let _ = alarms::clear(ALARM).await;
             watchdog::stop().await;
         }
-        let again = if conn == 0 { "Save & connect" } else { "Connect" };
+        let again = if conn == 0 {
+            "Save & connect"
+        } else {
+            "Connect"
+        };
         status::set_status_of(
             conn,
             State::Disconnected,
