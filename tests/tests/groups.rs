@@ -171,6 +171,20 @@ async fn two_backends_drive_their_own_groups_at_once() -> Result<()> {
         }
     }
 
+    // After a worker restart both connections come back, each to its own group.
+    browser.stop_worker().await?;
+    for (backend, tab, me) in [(&a, tab_a, "a5"), (&b, tab_b, "b5")] {
+        browser_operator_e2e::until("the backend drives its tab again", WAIT, || async move {
+            Ok(backend.js(tab, "window.__who").await.ok().as_deref() == Some(me))
+        })
+        .await?;
+    }
+    let refused = b
+        .error("javascript_tool", json!({"tabId": tab_a, "text": "1"}))
+        .await?;
+    assert!(refused.contains("another agent's tab group"), "{refused}");
+    assert_eq!(listed(&a).await?, vec![tab_a]);
+
     // Options lists both connections with their groups.
     options
         .wait_for(
