@@ -118,7 +118,8 @@ async fn main() -> Result<()> {
         )
         .await?;
     options
-        .eval("document.querySelector('#connections-section').scrollIntoView()")
+        // Only the list (the form above it is the shot before).
+        .eval("for (const s of ['#form', '#settings']) document.querySelector(s).hidden = true")
         .await?;
     shoot(&options, 760, "options-connections").await?;
     browser.close().await?;
