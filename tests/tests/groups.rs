@@ -146,6 +146,32 @@ async fn two_backends_drive_their_own_groups_at_once() -> Result<()> {
         assert!(refused.contains("another agent's tab group"), "{refused}");
     }
 
+    // A tab that a page of the second backend's group opens joins that group, not the first's.
+    b.navigate(tab_b2, &fixtures.url("dialogs.html")).await?;
+    let v = b
+        .js(tab_b2, "const r = document.getElementById('open').getBoundingClientRect(); [r.x + r.width / 2, r.y + r.height / 2]")
+        .await?;
+    let point: Vec<f64> = serde_json::from_str(&v)?;
+    b.text(
+        "computer",
+        json!({"tabId": tab_b2, "action": "left_click", "coordinate": [point[0], point[1]]}),
+    )
+    .await?;
+    browser_operator_e2e::until("the opened tab joins the second group", WAIT, || async {
+        Ok(listed(&b).await?.len() == 3)
+    })
+    .await?;
+    let opened = *listed(&b)
+        .await?
+        .iter()
+        .find(|t| ![tab_b, tab_b2].contains(t))
+        .unwrap_or(&-1);
+    let its_group = options
+        .eval(&format!("chrome.tabs.get({opened}).then(t => t.groupId)"))
+        .await?;
+    assert_eq!(its_group, json!(group_b));
+    assert_eq!(listed(&a).await?, vec![tab_a]);
+
     // Both drive at once, interleaved: each marks and reads its own tab only.
     a.navigate(tab_a, &fixtures.url("hello.html")).await?;
     b.navigate(tab_b, &fixtures.url("hello.html")).await?;
