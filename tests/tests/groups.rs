@@ -334,3 +334,65 @@ async fn mcp_sessions_that_ask_get_their_own_groups() -> Result<()> {
     assert_eq!(backend.js(tab0, "6*7").await?, "42");
     Ok(())
 }
+
+/// Pair offers accepted one after another add connections up to the bound, each with its own
+/// group look; one more is refused in the popup with the bound named.
+#[tokio::test]
+async fn at_most_eight_connections_and_one_more_is_refused_clearly() -> Result<()> {
+    browser_operator_e2e::init();
+    let fixtures = browser_operator_e2e::FixtureServer::start();
+    let browser = Browser::launch(browser_operator_e2e::BrowserOptions::default()).await?;
+    let page = browser.open_page(&fixtures.url("hello.html")).await?;
+    for n in 1..=9 {
+        // Nothing listens there: each connection keeps retrying, which is all this needs.
+        let port = browser_operator_e2e::free_port();
+        page.eval(&format!(
+            "window.postMessage({{__browserOperator: 'pair-offer', config: {{transport: 'websocket', serverUrl: 'ws://127.0.0.1:{port}/ws', token: 't{n}', target: 'target-{n}'}}, brand: {{name: 'Product {n}'}}}}, window.origin); true"
+        ))
+        .await?;
+        let popup = browser.popup_page().await?;
+        popup
+            .wait_for(
+                &format!("document.querySelector('#offer-brand').textContent === 'Product {n}' && !document.querySelector('#offer').hidden"),
+                WAIT,
+            )
+            .await?;
+        popup.click("#accept").await?;
+        if n <= 8 {
+            popup
+                .wait_for("document.querySelector('#offer').hidden", WAIT)
+                .await?;
+        } else {
+            popup
+                .wait_for(
+                    "document.querySelector('#offer-error').textContent !== ''",
+                    WAIT,
+                )
+                .await?;
+            let said = popup
+                .eval("document.querySelector('#offer-error').textContent")
+                .await?;
+            assert_eq!(
+                said,
+                "This browser already keeps 8 connections, the most it keeps: remove one in Options, then accept again."
+            );
+        }
+        popup.close().await?;
+    }
+    let options = browser.options_page().await?;
+    options
+        .wait_for(
+            "document.querySelectorAll('#connections li').length === 8",
+            WAIT,
+        )
+        .await?;
+    let titles = options
+        .eval("[...document.querySelectorAll('#connections .connection-group')].map(e => e.textContent)")
+        .await?;
+    // The first offer became the first connection (the product's group); each further one is
+    // named by its brand.
+    let mut want = vec![json!("Browser Operator")];
+    want.extend((2..=8).map(|n| json!(format!("Product {n}"))));
+    assert_eq!(titles, Value::Array(want));
+    Ok(())
+}
