@@ -77,11 +77,20 @@ pub async fn find() -> Result<Option<i32>, String> {
         KNOWN.with(|k| k.set(None));
     }
     let title = brand().group_title;
-    let found = tab_groups::query_by_title(&title)
+    let mut found = tab_groups::query_by_title(&title)
         .await?
         .into_iter()
         .map(|g| g.id)
         .next();
+    if found.is_none() {
+        // Left showing the activity sign by a worker that stopped while a command ran.
+        let marked = format!("{}{title}", crate::activity::MARK);
+        found = tab_groups::query_by_title(&marked)
+            .await?
+            .into_iter()
+            .map(|g| g.id)
+            .next();
+    }
     if let Some(id) = found {
         storage::set(Area::Session, GROUP_KEY, &id).await?;
         remember(id);

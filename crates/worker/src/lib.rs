@@ -2,6 +2,7 @@
 //! chrome.* listener synchronously and hands the events to the functions exported here.
 
 mod active;
+mod activity;
 mod boundary;
 mod boundary_guard;
 mod brand;
@@ -9,6 +10,7 @@ mod btcp;
 mod cdp;
 mod changes;
 mod chrome;
+mod control;
 mod debugging_bar;
 mod file_input;
 mod geometry;
@@ -16,6 +18,7 @@ mod group;
 mod images;
 mod isolated_world;
 mod js;
+mod journal;
 mod lifetime;
 mod pages;
 mod pairing;
@@ -35,6 +38,16 @@ pub fn boot() {
     spawn_local(session::resume());
     // Group tabs still attached from before a restart are recorded again at once.
     spawn_local(lifetime::resume());
+    // A sign left up by a worker that stopped while a command ran comes down.
+    spawn_local(activity::resume());
+}
+
+/// `chrome.commands.onCommand`: the person's keyboard shortcut for Stop.
+#[wasm_bindgen(js_name = onShortcut)]
+pub async fn on_shortcut(name: String) {
+    if name == "stop-agent" {
+        control::stop().await;
+    }
 }
 
 /// A `chrome.alarms` alarm: the backstop that reconnects after Chrome stopped the worker.
@@ -176,9 +189,11 @@ pub async fn run_command(command: JsValue) -> JsValue {
             .unwrap_or(JsValue::NULL)
         }
     };
+    let (outcome, paused) = session::execute(&command.tool, command.args).await;
     let result = protocol::CommandResult {
         command_id: command.id,
-        outcome: session::execute(&command.tool, command.args).await,
+        outcome,
+        paused,
     };
     js::to_js(&result).unwrap_or(JsValue::NULL)
 }

@@ -18,6 +18,8 @@ extern "C" {
 #[serde(rename_all = "camelCase")]
 pub struct TabGroup {
     pub id: i32,
+    #[serde(default)]
+    pub title: Option<String>,
 }
 
 /// The group, or `None` when Chrome no longer knows it.
@@ -48,6 +50,19 @@ pub struct Look<'a> {
 
 pub async fn update(group_id: i32, look: &Look<'_>) -> Result<(), String> {
     update_group(group_id, &to_js(look)?)
+        .await
+        .map(drop)
+        .map_err(|e| format!("chrome.tabGroups.update: {}", error_text(&e)))
+}
+
+#[derive(Serialize)]
+struct Title<'a> {
+    title: &'a str,
+}
+
+/// Sets only the group's title.
+pub async fn set_title(group_id: i32, title: &str) -> Result<(), String> {
+    update_group(group_id, &to_js(&Title { title })?)
         .await
         .map(drop)
         .map_err(|e| format!("chrome.tabGroups.update: {}", error_text(&e)))

@@ -31,6 +31,8 @@ struct Session {
     /// Bumped to retire the running loop (new config, Disconnect).
     generation: u64,
     running: bool,
+    /// What the live connection's commands are logged under: its target, else its server.
+    backend: Option<String>,
 }
 
 thread_local! {
@@ -151,6 +153,12 @@ fn spawn_loop(gen: u64, config: Option<ConnectionConfig>) {
     spawn_local(keep_alive(gen));
 }
 
+/// The backend the live connection's commands come from (its target, else its server URL),
+/// for the log.
+pub fn current_target() -> Option<String> {
+    with(|s| s.backend.clone())
+}
+
 fn is_current(gen: u64) -> bool {
     with(|s| s.generation == gen && s.running)
 }
@@ -257,6 +265,12 @@ fn on_authenticated(gen: u64, tx: mpsc::UnboundedSender<CommandResult>, config: 
         // A retired loop's connection: its status is not the browser's.
         return;
     }
+    with(|s| {
+        s.backend = Some(match &config.target {
+            Some(t) => t.clone(),
+            None => config.server_url.clone(),
+        })
+    });
     delivery::connected(tx);
     // Written now, not after another await: a status set later (say, the server's
     // `event: disconnect` right behind) must never be overwritten by this one.
