@@ -3,26 +3,29 @@
 //! events: the activity sign the page can't see, Stop and Resume (the popup and the shortcut's
 //! handler), the pause across a worker restart, and the log of what was done.
 
-use browser_operator_e2e::{until, Backend, Browser, Page, Result};
+use browser_operator_e2e::{until, Browser, Page, Result};
 use protocol::{CommandResult, Outcome};
 use serde_json::{json, Value};
+use std::cell::RefCell;
 use std::time::Duration;
 
 const WAIT: Duration = Duration::from_secs(20);
 
 /// A CDP session of the test's own on the page target showing `url` (not the extension's).
 async fn attach_to_page(browser: &Browser, url: &str) -> Result<String> {
-    let mut found = None;
+    let found = RefCell::new(None);
     until("the page target", WAIT, || async {
-        found = browser
+        let target = browser
             .page_targets()
             .await?
             .into_iter()
             .find(|t| t.url == url);
-        Ok(found.is_some())
+        let there = target.is_some();
+        *found.borrow_mut() = target;
+        Ok(there)
     })
     .await?;
-    let target = found.expect("found above");
+    let target = found.into_inner().expect("found above");
     let attached = browser
         .cdp()
         .call(
@@ -126,12 +129,15 @@ async fn the_person_sees_the_agent_act_stops_it_and_reads_what_it_did() -> Resul
             )
             .await
     });
-    let mut during = Value::Null;
+    let during = RefCell::new(Value::Null);
     until("the sign during the slow command", WAIT, || async {
-        during = sign(&popup, tab).await?;
-        Ok(during["badge"] == "\u{25CF}")
+        let now = sign(&popup, tab).await?;
+        let shown = now["badge"] == "\u{25CF}";
+        *during.borrow_mut() = now;
+        Ok(shown)
     })
     .await?;
+    let during = during.into_inner();
     assert_eq!(
         during["group"].as_str().unwrap_or(""),
         format!("\u{25CF} {}", quiet["group"].as_str().unwrap_or("")),
@@ -249,6 +255,7 @@ async fn the_person_sees_the_agent_act_stops_it_and_reads_what_it_did() -> Resul
         Ok(n.as_u64().unwrap_or(0) >= 10)
     })
     .await?;
+    worker.detach().await?;
     browser.stop_worker().await?;
     let refused = backend
         .caller()
@@ -327,6 +334,7 @@ async fn the_person_sees_the_agent_act_stops_it_and_reads_what_it_did() -> Resul
     worker
         .eval("self.browserOperator.shortcut('stop-agent').then(() => true)")
         .await?;
+    worker.detach().await?;
     let slow = slow.await.expect("joined")?;
     assert!(error_of(&slow).starts_with("Stopped by the user"), "{slow:?}");
     popup

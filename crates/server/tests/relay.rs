@@ -109,8 +109,8 @@ async fn a_paused_browser_shows_in_the_status_until_it_answers_again() {
     let addr = server.addr();
     let mut ws = extension(addr, Some("agent-a")).await;
     assert_eq!(status(addr).await["paused"], json!([]));
-    let body = json!({"tool": "tabs_context_mcp", "target": "agent-a"});
-    let call = tokio::spawn(command(addr, body.clone()));
+    let request = json!({"tool": "tabs_context_mcp", "target": "agent-a"});
+    let call = tokio::spawn(command(addr, request.clone()));
     let id = next_frame(&mut ws).await["id"].as_str().unwrap().to_string();
     let stopped = json!({"type": "result", "commandId": id, "error": "Stopped by the user: …", "paused": true});
     send(&mut ws, stopped).await;
@@ -123,7 +123,7 @@ async fn a_paused_browser_shows_in_the_status_until_it_answers_again() {
     assert!(st["paused"][0]["since"].as_u64().unwrap() > 1_600_000_000_000);
 
     // Resumed: the next answer carries no `paused`, and the status clears.
-    let call = tokio::spawn(command(addr, body));
+    let call = tokio::spawn(command(addr, request));
     let id = next_frame(&mut ws).await["id"].as_str().unwrap().to_string();
     let ok = json!({"type": "result", "commandId": id, "result": {"content": []}});
     send(&mut ws, ok).await;

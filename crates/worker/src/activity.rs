@@ -187,12 +187,26 @@ async fn show_tab(tab: i32) -> Result<(), String> {
     );
     action::set_tab_badge_color(tab, BADGE_COLOR).await?;
     action::set_tab_badge_text(tab, Some(BADGE)).await?;
-    action::set_title(Some(tab), Some(&title)).await
+    action::set_title(Some(tab), &title).await
 }
 
 async fn clear_tab(tab: i32) -> Result<(), String> {
     action::set_tab_badge_text(tab, None).await?;
-    action::set_title(Some(tab), None).await
+    // Chrome takes no "back to the default" for one tab's title: the default, set for it.
+    let title = crate::brand::brand().product_name;
+    action::set_title(Some(tab), &title).await
+}
+
+/// `chrome.tabs.onUpdated` of a group tab: Chrome resets a tab's own badge and title when it
+/// navigates, so a tab showing the sign is shown again.
+pub fn tab_updated(tab: i32) {
+    let kick = with(|s| {
+        s.shown_tabs.remove(&tab) && s.wanted.contains_key(&tab)
+            && !std::mem::replace(&mut s.applying, true)
+    });
+    if kick {
+        spawn_local(apply());
+    }
 }
 
 /// Adds or removes the mark at the start of the group's title.

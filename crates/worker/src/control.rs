@@ -58,7 +58,11 @@ pub async fn paused() -> bool {
         }
     };
     // A Stop or Resume meanwhile is newer than what was read.
-    IS_PAUSED.with(|p| *p.get_or_insert(stored))
+    IS_PAUSED.with(|p| {
+        let now = p.get().unwrap_or(stored);
+        p.set(Some(now));
+        now
+    })
 }
 
 /// Unregisters a command from Stop when it ends (or is dropped).
@@ -85,9 +89,11 @@ pub async fn stoppable<T>(work: impl Future<Output = T>) -> Result<T, Halted> {
     RUNNING.with(|r| r.borrow_mut().insert(id, tx));
     let _registered = Registered(id);
     let work = std::pin::pin!(work);
-    match select(work, rx).await {
-        Either::Left((out, _)) => Ok(out),
-        Either::Right(_) => Err(Halted::Stopped),
+    // The signal is polled first: a command queued behind a stopped one is woken by both (the
+    // one ahead was dropped, which lets it go) and must not take a step.
+    match select(rx, work).await {
+        Either::Left(_) => Err(Halted::Stopped),
+        Either::Right((out, _)) => Ok(out),
     }
 }
 

@@ -134,7 +134,12 @@ pub fn on_tab_group_changed(tab: i32, group: i32) {
 #[wasm_bindgen(js_name = onTabUpdated)]
 pub fn on_tab_updated(tab: JsValue) {
     match js::from_js::<chrome::tabs::Tab>(tab) {
-        Ok(tab) => group::tab_updated(tab),
+        Ok(tab) => {
+            if let Some(id) = tab.id {
+                activity::tab_updated(id);
+            }
+            group::tab_updated(tab)
+        }
         Err(e) => js::log(&format!("chrome.tabs.onUpdated: {e}")),
     }
 }

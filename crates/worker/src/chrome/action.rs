@@ -62,10 +62,9 @@ pub async fn set_tab_badge_color(tab: i32, color: &str) -> Result<(), String> {
         .map_err(|e| error_text(&e))
 }
 
-/// The toolbar button's title (its tooltip), for one tab or every tab (`None`: for one tab,
-/// the default again).
-pub async fn set_title(tab: Option<i32>, title: Option<&str>) -> Result<(), String> {
-    set_title_js(&for_tab("title", title, tab))
+/// The toolbar button's title (its tooltip), for one tab or every tab.
+pub async fn set_title(tab: Option<i32>, title: &str) -> Result<(), String> {
+    set_title_js(&for_tab("title", Some(title), tab))
         .await
         .map(drop)
         .map_err(|e| error_text(&e))

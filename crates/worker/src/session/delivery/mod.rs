@@ -284,27 +284,19 @@ async fn run_command(cmd: Command) {
             }
         });
     }
-    let (outcome, paused) = match halted {
-        Ok(outcome) => (outcome, false),
-        Err(h) => (
-            Outcome::Error {
-                error: h.message().into(),
-            },
-            true,
-        ),
-    };
+    let (outcome, halted) = settled(halted);
     crate::journal::record(crate::journal::Done {
         via: crate::journal::Via::Backend(session_target()),
         tool,
         tab: tab_arg,
         args: summary,
         outcome: &outcome,
-        halted: halted.err(),
+        halted,
     });
     let result = CommandResult {
         command_id: cmd.id.clone(),
         outcome,
-        paused,
+        paused: halted.is_some(),
     };
     let small = result.payload_len() < KEEP_RESULT_BYTES;
     with(|d| {
@@ -330,24 +322,31 @@ pub async fn execute(
     let tab = args.get("tabId").and_then(serde_json::Value::as_i64);
     let summary = crate::journal::summary(tool, &args);
     let halted = crate::control::stoppable(run(tools::check(tool, args))).await;
-    let (outcome, paused) = match halted {
-        Ok(outcome) => (outcome, false),
-        Err(h) => (
-            Outcome::Error {
-                error: h.message().into(),
-            },
-            true,
-        ),
-    };
+    let (outcome, halted) = settled(halted);
     crate::journal::record(crate::journal::Done {
         via: crate::journal::Via::Direct,
         tool: tool.to_string(),
         tab,
         args: summary,
         outcome: &outcome,
-        halted: halted.err(),
+        halted,
     });
-    (outcome, paused)
+    (outcome, halted.is_some())
+}
+
+/// A command's outcome, or the person's reason it has none of its own.
+fn settled(
+    halted: Result<Outcome, crate::control::Halted>,
+) -> (Outcome, Option<crate::control::Halted>) {
+    match halted {
+        Ok(outcome) => (outcome, None),
+        Err(h) => (
+            Outcome::Error {
+                error: h.message().into(),
+            },
+            Some(h),
+        ),
+    }
 }
 
 /// The target of the connection commands come on, for the log.
