@@ -1,5 +1,6 @@
 // The toolbar popup: a parked pairing offer as a card (Accept / Dismiss), otherwise the live
-// status with Connect / Disconnect. All state and decisions live in the worker.
+// status with Connect / Disconnect; Stop / Resume, and a link to the activity log. All state
+// and decisions live in the worker.
 import { renderConnections, watchConnections } from "./connections.js";
 
 const $ = (id) => document.getElementById(id);
@@ -7,6 +8,13 @@ const LABELS = { disconnected: "Disconnected", connecting: "Connecting", connect
 const TRANSPORTS = { websocket: "WebSocket", "sse-http": "SSE + HTTP", "http-poll": "HTTP long polling", "http-short-poll": "HTTP short polling" };
 
 let statusChanged = false;
+
+function showPaused(paused) {
+  $("paused-note").hidden = !paused;
+  $("stop").hidden = paused;
+  $("resume").hidden = !paused;
+  document.body.dataset.paused = String(paused);
+}
 
 function showStatus(status) {
   if (!status) return;
@@ -58,6 +66,7 @@ async function load() {
   document.title = state.productName;
   // A change seen while getState was in flight is newer than its snapshot.
   if (!statusChanged) showStatus(state.status);
+  if (!pausedChanged) showPaused(state.paused);
   const target = state.config?.target;
   $("target-line").hidden = !target;
   $("target").textContent = target ?? "";
@@ -92,6 +101,29 @@ async function allowServer(offer) {
 }
 
 let current = null;
+let pausedChanged = false;
+
+// Stop: every running and queued command ends now, and nothing runs until Resume.
+$("stop").addEventListener("click", async () => {
+  const reply = await chrome.runtime.sendMessage({ type: "stop" });
+  if (reply?.ok) {
+    showPaused(true);
+    $("resume").focus();
+  }
+});
+$("resume").addEventListener("click", async () => {
+  const reply = await chrome.runtime.sendMessage({ type: "resume" });
+  if (reply?.ok) {
+    showPaused(false);
+    $("stop").focus();
+  }
+});
+// The shortcut as the person set it (chrome://extensions/shortcuts), if any.
+chrome.commands?.getAll?.().then((commands) => {
+  const stop = commands.find((c) => c.name === "stop-agent");
+  if (stop?.shortcut) $("shortcut").textContent = stop.shortcut;
+  else if (stop) $("stop-hint").textContent = "Ends every running and queued command and pauses until you resume.";
+}, () => {});
 
 $("accept").addEventListener("click", async () => {
   if (!(await allowServer(current))) {
@@ -120,6 +152,10 @@ chrome.storage.onChanged.addListener((changes, area) => {
     showStatus(changes.status.newValue);
   }
   if (changes.pairOffer) refreshOffer();
+  if (changes.paused) {
+    pausedChanged = true;
+    showPaused(changes.paused.newValue === true);
+  }
 });
 
 load();

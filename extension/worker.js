@@ -113,6 +113,11 @@ chrome.runtime.onConnect.addListener((port) => {
   }
   saw("watchdog");
 });
+// The person's keyboard shortcut for Stop (manifest "commands").
+chrome.commands.onCommand.addListener((name) => {
+  saw("command");
+  ready.then(() => worker.onShortcut(name));
+});
 // Startup and install only need the worker to run: boot() does the rest.
 chrome.runtime.onStartup.addListener(() => {
   saw("startup");
@@ -131,4 +136,6 @@ self.browserOperator = Object.freeze({
   wasmMemoryBytes: () => memory?.buffer.byteLength ?? 0,
   // The changes waiting for the next browser_state report, not drained.
   pendingChanges: () => ready.then(() => JSON.parse(worker.pendingChanges())),
+  // What the keyboard shortcut's listener calls (headless Chrome cannot press a shortcut).
+  shortcut: (name) => ready.then(() => worker.onShortcut(name)),
 });

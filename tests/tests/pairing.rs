@@ -266,6 +266,23 @@ async fn popup_options_and_pair_pages_pass_an_accessibility_checker() -> Result<
     let pair = ask_to_pair(&browser, &backend).await?;
     let popup = popup_with_offer(&browser).await?;
     let options = browser.options_page().await?;
+    // The activity log with a row in it (a command run in the worker, the direct transport).
+    let worker = browser.worker().await?;
+    worker
+        .eval("self.browserOperator.run({id: 'a11y-1', tool: 'tabs_context_mcp', args: {}}).then(() => true)")
+        .await?;
+    let activity = browser
+        .open_page(&format!(
+            "chrome-extension://{}/extension/activity.html",
+            browser.extension_id().await?
+        ))
+        .await?;
+    activity
+        .wait_for(
+            "document.body.dataset.ready === 'true' && document.querySelectorAll('#entries tr').length > 0",
+            WAIT,
+        )
+        .await?;
     // The checker itself works: a page with an unlabelled field and a nameless button fails.
     let bad = browser
         .open_page("data:text/html,<html><body><input><button></button></body></html>")
@@ -273,7 +290,12 @@ async fn popup_options_and_pair_pages_pass_an_accessibility_checker() -> Result<
     let found = accessibility_violations(&bad).await?;
     assert!(found.iter().any(|v| v.contains("label")), "{found:?}");
     let mut all = Vec::new();
-    for (name, page) in [("/pair", &pair), ("popup", &popup), ("options", &options)] {
+    for (name, page) in [
+        ("/pair", &pair),
+        ("popup", &popup),
+        ("options", &options),
+        ("activity", &activity),
+    ] {
         for v in accessibility_violations(page).await? {
             all.push(format!("{name} {v}"));
         }

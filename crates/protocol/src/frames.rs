@@ -98,6 +98,9 @@ pub enum ExtensionFrame {
         command_id: String,
         #[serde(flatten)]
         outcome: Outcome,
+        /// See [`crate::CommandResult::paused`].
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        paused: bool,
     },
 }
 
@@ -143,10 +146,18 @@ mod tests {
                 command_id: "1".into(),
                 outcome: Outcome::Result {
                     result: ToolResult::text("ok")
-                }
+                },
+                paused: false,
             }
         );
         extension(json!({"type": "result", "commandId": "1", "error": "boom"}));
+        // A result the person's Stop caused says so; one without the field is not paused.
+        assert!(matches!(
+            extension(
+                json!({"type": "result", "commandId": "1", "error": "Stopped by the user", "paused": true})
+            ),
+            ExtensionFrame::Result { paused: true, .. }
+        ));
     }
 
     #[test]

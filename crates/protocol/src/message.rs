@@ -384,13 +384,18 @@ pub enum Outcome {
     Error { error: String },
 }
 
-/// `{commandId, result: {content}}` or `{commandId, error}`.
+/// `{commandId, result: {content}}` or `{commandId, error}`; an error the person caused by
+/// pausing the browser (Stop in the popup) also says `"paused": true` (**added**; a backend
+/// that does not know it ignores it).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CommandResult {
     #[serde(rename = "commandId")]
     pub command_id: String,
     #[serde(flatten)]
     pub outcome: Outcome,
+    /// The person stopped this command, or it came while they had paused the browser.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub paused: bool,
 }
 
 /// `key`'s value, read as a `T`; serde's "missing field" when absent.
@@ -446,9 +451,11 @@ impl<'de> Deserialize<'de> for CommandResult {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let mut m = Map::<String, Value>::deserialize(d)?;
         let command_id = take(&mut m, "commandId")?;
+        let paused = m.remove("paused").and_then(|v| v.as_bool()).unwrap_or(false);
         Ok(CommandResult {
             command_id,
             outcome: outcome_of(m)?,
+            paused,
         })
     }
 }
@@ -458,6 +465,7 @@ impl CommandResult {
         CommandResult {
             command_id: command_id.into(),
             outcome: Outcome::Result { result },
+            paused: false,
         }
     }
 
@@ -467,6 +475,7 @@ impl CommandResult {
             outcome: Outcome::Error {
                 error: error.into(),
             },
+            paused: false,
         }
     }
 

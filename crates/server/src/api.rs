@@ -224,6 +224,12 @@ pub(crate) async fn status(
         .into_iter()
         .map(|b| json!({ "target": b.target, "connectedAt": b.connected_at }))
         .collect();
+    let paused: Vec<Value> = app
+        .relay
+        .paused()
+        .into_iter()
+        .map(|(target, since)| json!({ "target": target, "since": since }))
+        .collect();
     Json(json!({
         "version": env!("CARGO_PKG_VERSION"),
         "browsers": browsers,
@@ -231,6 +237,7 @@ pub(crate) async fn status(
         "httpRequests": app.relay.http_requests(),
         "authFailures": app.relay.auth_failures(),
         "pendingCommands": app.relay.pending_commands(),
+        "paused": paused,
     }))
     .into_response()
 }

@@ -265,6 +265,9 @@ struct State {
     /// Connections removed by [`Relay::disconnect`]: their transport tells the browser to stop
     /// (close 4001, `event: disconnect`, 401) instead of just ending.
     kicked: HashSet<ConnectionId>,
+    /// Targets whose person paused them (Stop in the popup), with the Unix time in ms of the
+    /// first paused answer: set by a result that says `paused`, cleared by one that does not.
+    paused: HashMap<String, u64>,
     closed: bool,
 }
 
@@ -419,6 +422,19 @@ impl Relay {
     }
 
     /// Connected browsers, sorted by target.
+    /// Targets whose person paused them, with when (Unix ms), by target: what the browser's
+    /// last answer said (see `CommandResult::paused`).
+    pub fn paused(&self) -> Vec<(String, u64)> {
+        let mut list: Vec<_> = self
+            .lock()
+            .paused
+            .iter()
+            .map(|(t, since)| (t.clone(), *since))
+            .collect();
+        list.sort();
+        list
+    }
+
     pub fn browsers(&self) -> Vec<BrowserInfo> {
         let mut list: Vec<_> = self
             .lock()
@@ -656,6 +672,11 @@ impl Relay {
             };
         }
         let waiter = state.pending.remove(&result.command_id).map(|p| p.waiter);
+        if result.paused {
+            state.paused.entry(from.target.clone()).or_insert_with(unix_ms);
+        } else {
+            state.paused.remove(&from.target);
+        }
         drop(state);
         match waiter.map(|w| w.send(result)) {
             Some(Ok(())) => Delivery::Accepted,

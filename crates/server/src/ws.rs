@@ -253,10 +253,12 @@ fn handle_frame(
         Ok(ExtensionFrame::Result {
             command_id,
             outcome,
+            paused,
         }) => {
             let result = CommandResult {
                 command_id,
                 outcome,
+                paused,
             };
             let id = result.command_id.clone();
             match app.relay.deliver(result, me) {

@@ -101,6 +101,38 @@ async fn command_round_trip_through_the_extension() {
     server.shutdown().await;
 }
 
+/// A browser whose person clicked Stop answers with `"paused": true`: the caller gets it with
+/// the result, and `GET /status` names the target as paused until an answer without it.
+#[tokio::test]
+async fn a_paused_browser_shows_in_the_status_until_it_answers_again() {
+    let server = start().await;
+    let addr = server.addr();
+    let mut ws = extension(addr, Some("agent-a")).await;
+    assert_eq!(status(addr).await["paused"], json!([]));
+    let request = json!({"tool": "tabs_context_mcp", "target": "agent-a"});
+    let call = tokio::spawn(command(addr, request.clone()));
+    let id = next_frame(&mut ws).await["id"].as_str().unwrap().to_string();
+    let stopped = json!({"type": "result", "commandId": id, "error": "Stopped by the user: …", "paused": true});
+    send(&mut ws, stopped).await;
+    let (code, body) = call.await.unwrap();
+    assert_eq!(code, 200);
+    assert_eq!(body["paused"], true, "{body}");
+    assert_eq!(body["error"], "Stopped by the user: …");
+    let st = status(addr).await;
+    assert_eq!(st["paused"][0]["target"], "agent-a", "{st}");
+    assert!(st["paused"][0]["since"].as_u64().unwrap() > 1_600_000_000_000);
+
+    // Resumed: the next answer carries no `paused`, and the status clears.
+    let call = tokio::spawn(command(addr, request));
+    let id = next_frame(&mut ws).await["id"].as_str().unwrap().to_string();
+    let ok = json!({"type": "result", "commandId": id, "result": {"content": []}});
+    send(&mut ws, ok).await;
+    let (_, body) = call.await.unwrap();
+    assert!(body.get("paused").is_none(), "{body}");
+    assert_eq!(status(addr).await["paused"], json!([]));
+    server.shutdown().await;
+}
+
 #[tokio::test]
 async fn targets_route_commands_and_ids_cannot_be_guessed() {
     let server = start().await;

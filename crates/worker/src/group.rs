@@ -120,11 +120,19 @@ pub async fn find_for(agent: &Agent) -> Result<Option<i32>, String> {
     }
     let title = agent::look(agent).title;
     let taken = known_groups();
-    let found = tab_groups::query_by_title(&title)
-        .await?
-        .into_iter()
-        .map(|g| g.id)
-        .find(|g| !taken.contains(g));
+    // Also one left showing the activity sign by a worker that stopped while a command ran.
+    let marked = format!("{}{title}", crate::activity::MARK);
+    let mut found = None;
+    for t in [&title, &marked] {
+        found = tab_groups::query_by_title(t)
+            .await?
+            .into_iter()
+            .map(|g| g.id)
+            .find(|g| !taken.contains(g));
+        if found.is_some() {
+            break;
+        }
+    }
     if let Some(id) = found {
         storage::set(Area::Session, &key, &id).await?;
         remember(agent, id);

@@ -2,6 +2,7 @@
 //! chrome.* listener synchronously and hands the events to the functions exported here.
 
 mod active;
+mod activity;
 mod agent;
 mod boundary;
 mod boundary_guard;
@@ -10,6 +11,7 @@ mod btcp;
 mod cdp;
 mod changes;
 mod chrome;
+mod control;
 mod debugging_bar;
 mod file_input;
 mod geometry;
@@ -17,6 +19,7 @@ mod group;
 mod images;
 mod isolated_world;
 mod js;
+mod journal;
 mod lifetime;
 mod pages;
 mod pairing;
@@ -36,6 +39,16 @@ pub fn boot() {
     spawn_local(session::resume());
     // Group tabs still attached from before a restart are recorded again at once.
     spawn_local(lifetime::resume());
+    // A sign left up by a worker that stopped while a command ran comes down.
+    spawn_local(activity::resume());
+}
+
+/// `chrome.commands.onCommand`: the person's keyboard shortcut for Stop.
+#[wasm_bindgen(js_name = onShortcut)]
+pub async fn on_shortcut(name: String) {
+    if name == "stop-agent" {
+        control::stop().await;
+    }
 }
 
 /// A `chrome.alarms` alarm: the backstop that reconnects after Chrome stopped the worker.
@@ -122,7 +135,12 @@ pub fn on_tab_group_changed(tab: i32, group: i32) {
 #[wasm_bindgen(js_name = onTabUpdated)]
 pub fn on_tab_updated(tab: JsValue) {
     match js::from_js::<chrome::tabs::Tab>(tab) {
-        Ok(tab) => group::tab_updated(tab),
+        Ok(tab) => {
+            if let Some(id) = tab.id {
+                activity::tab_updated(id);
+            }
+            group::tab_updated(tab)
+        }
         Err(e) => js::log(&format!("chrome.tabs.onUpdated: {e}")),
     }
 }
@@ -177,9 +195,11 @@ pub async fn run_command(command: JsValue) -> JsValue {
             .unwrap_or(JsValue::NULL)
         }
     };
+    let (outcome, paused) = session::execute(&command.tool, command.args).await;
     let result = protocol::CommandResult {
         command_id: command.id,
-        outcome: session::execute(&command.tool, command.args).await,
+        outcome,
+        paused,
     };
     js::to_js(&result).unwrap_or(JsValue::NULL)
 }

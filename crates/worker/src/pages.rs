@@ -1,6 +1,7 @@
-//! Requests from the extension's own pages (Options, popup): read the state, save a config and
-//! connect, connect, disconnect, save the settings, the parked pairing offer (show, accept,
-//! dismiss), and each connection's Connect, Disconnect and Remove. Pages hold no state; every decision is made here. Content scripts have their own narrow path:
+//! Requests from the extension's own pages (Options, popup, the activity log): read the state,
+//! save a config and connect, connect, disconnect, save the settings, the parked pairing offer
+//! (show, accept, dismiss), each connection's Connect, Disconnect and Remove, Stop and Resume,
+//! and the log (read, clear). Pages hold no state; every decision is made here. Content scripts have their own narrow path:
 //! only `pairOffer`.
 
 use crate::js::{from_js, to_js};
@@ -41,6 +42,12 @@ enum Request {
         #[serde(rename = "idleMinutes", default)]
         idle_minutes: Option<f64>,
     },
+    /// The person's Stop: every running and queued command ends; paused until Resume.
+    Stop,
+    Resume,
+    /// The log of the last commands, newest first.
+    GetLog,
+    ClearLog,
 }
 
 /// The parked offer as the popup shows it: never the token.
@@ -114,6 +121,8 @@ struct State {
     product_name: String,
     group_title: String,
     settings: crate::cdp::idle::Settings,
+    /// The person paused the browser (Stop): no command runs until Resume.
+    paused: bool,
     /// Asked about a tab: the stores that keep anything of it (a closed tab leaves none).
     #[serde(skip_serializing_if = "Option::is_none")]
     kept: Option<Vec<&'static str>>,
@@ -225,6 +234,7 @@ pub async fn handle(message: JsValue, sender: JsValue) -> JsValue {
                 product_name: crate::brand::brand().product_name,
                 group_title: crate::brand::brand().group_title,
                 settings: crate::cdp::idle::settings().await,
+                paused: crate::control::paused().await,
                 kept: tab.map(crate::lifetime::kept),
             };
             to_js(&state).unwrap_or(JsValue::NULL)
@@ -299,6 +309,23 @@ pub async fn handle(message: JsValue, sender: JsValue) -> JsValue {
         Request::AcceptOffer => reply(crate::pairing::accept().await),
         Request::DismissOffer => {
             crate::pairing::dismiss().await;
+            reply(Ok(()))
+        }
+        Request::Stop => {
+            crate::control::stop().await;
+            reply(Ok(()))
+        }
+        Request::Resume => {
+            crate::control::resume().await;
+            reply(Ok(()))
+        }
+        Request::GetLog => to_js(&serde_json::json!({
+            "entries": crate::journal::entries().await,
+            "max": crate::journal::MAX,
+        }))
+        .unwrap_or(JsValue::NULL),
+        Request::ClearLog => {
+            crate::journal::clear().await;
             reply(Ok(()))
         }
         Request::SaveSettings { idle_minutes } => reply(

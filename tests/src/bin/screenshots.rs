@@ -1,5 +1,6 @@
-//! Takes the screenshots in docs/screenshots/: the popup (with a pairing offer), the Options
-//! page and the server's /pair page, in light and dark mode.
+//! Takes the screenshots in docs/screenshots/: the popup (with a pairing offer, connected, and
+//! paused by Stop), the activity log, the Options page and the server's /pair page, in light
+//! and dark mode.
 //!
 //! Run: `cargo run -p browser-operator-e2e --bin screenshots` (after ./build.sh build).
 
@@ -79,6 +80,43 @@ async fn main() -> Result<()> {
     popup.click("#accept").await?;
     popup.wait_status("connected", WAIT).await?;
     shoot(&popup, 360, "popup").await?;
+
+    // A few commands, Stop, one refused while paused: the popup paused, and the log.
+    let fixtures = browser_operator_e2e::FixtureServer::start();
+    let (tab, _) = backend.first_tab().await?;
+    backend.navigate(tab, &fixtures.url("login.html")).await?;
+    backend
+        .js(tab, "document.getElementById('password').focus(); 'focused'")
+        .await?;
+    backend
+        .text(
+            "computer",
+            json!({"tabId": tab, "action": "type", "text": "correct horse"}),
+        )
+        .await?;
+    backend
+        .text("find", json!({"tabId": tab, "query": "sign in button"}))
+        .await
+        .ok();
+    popup.click("#stop").await?;
+    popup
+        .wait_for("!document.querySelector('#resume').hidden", WAIT)
+        .await?;
+    backend
+        .command("javascript_tool", json!({"tabId": tab, "text": "1"}))
+        .await?;
+    shoot(&popup, 360, "popup-paused").await?;
+    let activity = browser
+        .open_page(&format!(
+            "chrome-extension://{}/extension/activity.html",
+            browser.extension_id().await?
+        ))
+        .await?;
+    activity
+        .wait_for("document.body.dataset.ready === 'true'", WAIT)
+        .await?;
+    shoot(&activity, 1100, "activity").await?;
+    popup.click("#resume").await?;
 
     let options = browser.options_page().await?;
     options.select_value("#transport", "sse-http").await?;

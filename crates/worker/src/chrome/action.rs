@@ -1,4 +1,4 @@
-//! chrome.action: the toolbar icon's badge.
+//! chrome.action: the toolbar icon's badge and title, for every tab or for one.
 
 use crate::js::error_text;
 use wasm_bindgen::prelude::*;
@@ -9,6 +9,8 @@ extern "C" {
     async fn set_badge_text_js(details: &JsValue) -> Result<JsValue, JsValue>;
     #[wasm_bindgen(catch, js_namespace = ["chrome", "action"], js_name = setBadgeBackgroundColor)]
     async fn set_badge_color_js(details: &JsValue) -> Result<JsValue, JsValue>;
+    #[wasm_bindgen(catch, js_namespace = ["chrome", "action"], js_name = setTitle)]
+    async fn set_title_js(details: &JsValue) -> Result<JsValue, JsValue>;
 }
 
 fn details(key: &str, value: &str) -> JsValue {
@@ -28,6 +30,41 @@ pub async fn set_badge_text(text: &str) -> Result<(), String> {
 /// Sets the badge colour (a CSS colour such as `#1a73e8`).
 pub async fn set_badge_color(color: &str) -> Result<(), String> {
     set_badge_color_js(&details("color", color))
+        .await
+        .map(drop)
+        .map_err(|e| error_text(&e))
+}
+
+/// `{key: value, tabId?}`; a `None` value is `null` (for one tab: back to the default).
+fn for_tab(key: &str, value: Option<&str>, tab: Option<i32>) -> JsValue {
+    let o = js_sys::Object::new();
+    let v = value.map_or(JsValue::NULL, JsValue::from_str);
+    let _ = js_sys::Reflect::set(&o, &JsValue::from_str(key), &v);
+    if let Some(tab) = tab {
+        let _ = js_sys::Reflect::set(&o, &JsValue::from_str("tabId"), &JsValue::from(tab));
+    }
+    o.into()
+}
+
+/// The badge text of one tab (`None`: the default again).
+pub async fn set_tab_badge_text(tab: i32, text: Option<&str>) -> Result<(), String> {
+    set_badge_text_js(&for_tab("text", text, Some(tab)))
+        .await
+        .map(drop)
+        .map_err(|e| error_text(&e))
+}
+
+/// The badge colour of one tab.
+pub async fn set_tab_badge_color(tab: i32, color: &str) -> Result<(), String> {
+    set_badge_color_js(&for_tab("color", Some(color), Some(tab)))
+        .await
+        .map(drop)
+        .map_err(|e| error_text(&e))
+}
+
+/// The toolbar button's title (its tooltip), for one tab or every tab.
+pub async fn set_title(tab: Option<i32>, title: &str) -> Result<(), String> {
+    set_title_js(&for_tab("title", Some(title), tab))
         .await
         .map(drop)
         .map_err(|e| error_text(&e))

@@ -54,3 +54,16 @@ pub async fn update(group_id: i32, look: &Look<'_>) -> Result<(), String> {
         .map(drop)
         .map_err(|e| format!("chrome.tabGroups.update: {}", error_text(&e)))
 }
+
+#[derive(Serialize)]
+struct Title<'a> {
+    title: &'a str,
+}
+
+/// Sets only the group's title.
+pub async fn set_title(group_id: i32, title: &str) -> Result<(), String> {
+    update_group(group_id, &to_js(&Title { title })?)
+        .await
+        .map(drop)
+        .map_err(|e| format!("chrome.tabGroups.update: {}", error_text(&e)))
+}

@@ -38,6 +38,8 @@ struct Session {
     /// Bumped to retire the running loop (new config, Disconnect).
     generation: u64,
     running: bool,
+    /// What the live connection's commands are logged under: its target, else its server.
+    backend: Option<String>,
 }
 
 thread_local! {
@@ -334,6 +336,12 @@ fn spawn_loop(conn: u32, gen: u64, config: Option<ConnectionConfig>) {
     spawn_local(keep_alive(conn, gen));
 }
 
+/// The backend a connection's commands come from (its target, else its server URL), for the
+/// log.
+pub fn target_of(conn: u32) -> Option<String> {
+    with(conn, |s| s.backend.clone())
+}
+
 fn is_current(conn: u32, gen: u64) -> bool {
     with(conn, |s| s.generation == gen && s.running)
 }
@@ -453,6 +461,12 @@ fn on_authenticated(
         // A retired loop's connection: its status is not the browser's.
         return;
     }
+    with(conn, |s| {
+        s.backend = Some(match &config.target {
+            Some(t) => t.clone(),
+            None => config.server_url.clone(),
+        })
+    });
     delivery::connected(conn, tx);
     // Written now, not after another await: a status set later (say, the server's
     // `event: disconnect` right behind) must never be overwritten by this one.

@@ -60,6 +60,9 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
         e => e.to_string(),
     })?;
     let r = out.pointer("/result/value").cloned().unwrap_or(Value::Null);
+    if r.get("kind").and_then(Value::as_str) == Some("password") {
+        crate::journal::mark_secret(tab);
+    }
     if let Some(e) = r.get("error").and_then(Value::as_str) {
         return Err(format!("{}: {e}", args.target));
     }

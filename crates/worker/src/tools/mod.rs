@@ -197,6 +197,8 @@ async fn run_checked(tool: &'static Tool, args: Map<String, Value>) -> Outcome {
     // Every tool that takes a tabId acts on that tab: the group is checked here, once.
     let tab = group_tab(&args).await?;
     let tab_id = tab.id.ok_or("chrome.tabs returned a tab without an id")?;
+    // The person sees the agent acting on this tab (set beside the command, not awaited).
+    let _sign = crate::activity::acting(tab_id, tab.group_id);
     // The URL policy's request rules name the tab before anything can send it anywhere.
     crate::policy::rules::cover(tab_id).await?;
     if access == Access::Selects {

@@ -67,6 +67,7 @@ pub async fn run(
                 let frame = ExtensionFrame::Result {
                     command_id: result.command_id,
                     outcome: result.outcome,
+                    paused: result.paused,
                 };
                 let frame = serde_json::to_string(&frame).unwrap_or_default();
                 if let Err(e) = ws.send(Message::Text(frame)).await {

@@ -262,12 +262,10 @@ fn admit(id: &str, refused: Option<CommandResult>) -> Next {
         },
         Some(Seen::Running) => Next::Wait, // its result will come
         Some(Seen::Done(Some(r))) => Next::Answer((**r).clone()),
-        Some(Seen::Done(None)) => Next::Answer(CommandResult {
-            command_id: id.to_string(),
-            outcome: Outcome::Error {
-                error: "This command id was already executed by this browser (its result was sent then); it is not run twice.".into(),
-            },
-        }),
+        Some(Seen::Done(None)) => Next::Answer(CommandResult::error(
+            id,
+            "This command id was already executed by this browser (its result was sent then); it is not run twice.",
+        )),
     }
     })
 }
@@ -295,47 +293,75 @@ async fn run_command(cmd: Command, agent: Agent) {
     if waits {
         with(|d| d.waiting.insert(cmd.id.clone()));
     }
+    let tool = cmd.tool.clone();
+    let tab_arg = cmd.args.get("tabId").and_then(serde_json::Value::as_i64);
+    let summary = crate::journal::summary(&cmd.tool, &cmd.args);
     let checked = tools::check(&cmd.tool, cmd.args);
-    // The id is stored (running, or waiting for its turn) before the tool starts, so a
-    // restarted worker never runs it again and can say whether it had started: issued here,
-    // ahead of the tool's first extension API call (see `store`). A command refused at once
-    // (an unknown tool, arguments its schema refuses) does nothing and is answered now, so it
-    // is not stored before its answer: run again after a restart, it would answer the same.
-    let refused_now = matches!(checked, Err(Refused::Now(_)));
-    if waits || !refused_now {
-        store::stored_before_acting().await;
-    }
-    let turn = match turn {
-        Some((tab, seq, done, previous)) => {
-            if let Some(previous) = previous {
-                let _ = previous.await;
-            }
-            Some((tab, seq, done))
-        }
-        None => None,
+    let (tab, seq, done, previous) = match turn {
+        Some((tab, seq, done, previous)) => (Some(tab), seq, Some(done), previous),
+        None => (None, 0, None, None),
     };
-    if waits {
-        with(|d| {
-            d.waiting.remove(&cmd.id);
-            d.touch(&cmd.id);
-        });
-        if checked.is_ok() {
+    // The whole command, its wait for its tab's turn included, ends when the person clicks
+    // Stop (its `done` is then dropped, which lets the next command for the tab go).
+    let id = cmd.id.clone();
+    let work = async {
+        // The id is stored (running, or waiting for its turn) before the tool starts, so a
+        // restarted worker never runs it again and can say whether it had started: issued
+        // here, ahead of the tool's first extension API call (see `store`). A command refused
+        // at once (an unknown tool, arguments its schema refuses) does nothing and is answered
+        // now, so it is not stored before its answer: run again after a restart, it would
+        // answer the same.
+        let refused_now = matches!(checked, Err(Refused::Now(_)));
+        if waits || !refused_now {
             store::stored_before_acting().await;
         }
+        if let Some(previous) = previous {
+            let _ = previous.await;
+        }
+        if waits {
+            with(|d| {
+                d.waiting.remove(&id);
+                d.touch(&id);
+            });
+            if checked.is_ok() {
+                store::stored_before_acting().await;
+            }
+        }
+        // Everything the command runs knows whose it is: its agent's group, and no other.
+        let outcome = agent::scope(agent.clone(), run(checked)).await;
+        if let Some(done) = done {
+            let _ = done.send(());
+        }
+        outcome
+    };
+    let halted = crate::control::stoppable(work).await;
+    if waits {
+        with(|d| {
+            if d.waiting.remove(&cmd.id) {
+                d.touch(&cmd.id);
+            }
+        });
     }
-    // Everything the command runs knows whose it is: its agent's group, and no other.
-    let outcome = agent::scope(agent, run(checked)).await;
-    if let Some((tab, seq, done)) = turn {
-        let _ = done.send(());
+    if let Some(tab) = tab {
         with(|d| {
             if d.tab_tails.get(&tab).is_some_and(|(q, _)| *q == seq) {
                 d.tab_tails.remove(&tab);
             }
         });
     }
+    let (outcome, halted) = settled(halted);
+    crate::journal::record(crate::journal::Done {
+        via: crate::journal::Via::Backend(super::target_of(agent.conn)),
+        tool,
+        tab: tab_arg,
+        args: summary,
+        outcome: &outcome,
+        halted,
+    });
     let result = CommandResult {
         command_id: cmd.id.clone(),
         outcome,
+        paused: halted.is_some(),
     };
     let small = result.payload_len() < KEEP_RESULT_BYTES;
     with(|d| {
@@ -352,9 +378,40 @@ async fn run_command(cmd: Command, agent: Agent) {
     }
 }
 
-/// Runs a tool through the one dispatch path, bounded in time.
-pub async fn execute(tool: &str, args: serde_json::Map<String, serde_json::Value>) -> Outcome {
-    run(tools::check(tool, args)).await
+/// Runs a tool through the one dispatch path, bounded in time, unless the person paused the
+/// browser; ended by their Stop (the direct transport; `paused` as in the protocol).
+pub async fn execute(
+    tool: &str,
+    args: serde_json::Map<String, serde_json::Value>,
+) -> (Outcome, bool) {
+    let tab = args.get("tabId").and_then(serde_json::Value::as_i64);
+    let summary = crate::journal::summary(tool, &args);
+    let halted = crate::control::stoppable(run(tools::check(tool, args))).await;
+    let (outcome, halted) = settled(halted);
+    crate::journal::record(crate::journal::Done {
+        via: crate::journal::Via::Direct,
+        tool: tool.to_string(),
+        tab,
+        args: summary,
+        outcome: &outcome,
+        halted,
+    });
+    (outcome, halted.is_some())
+}
+
+/// A command's outcome, or the person's reason it has none of its own.
+fn settled(
+    halted: Result<Outcome, crate::control::Halted>,
+) -> (Outcome, Option<crate::control::Halted>) {
+    match halted {
+        Ok(outcome) => (outcome, None),
+        Err(h) => (
+            Outcome::Error {
+                error: h.message().into(),
+            },
+            Some(h),
+        ),
+    }
 }
 
 /// Runs a checked command bounded in time, or says why it can't run.

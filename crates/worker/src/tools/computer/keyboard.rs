@@ -118,19 +118,21 @@ pub fn held_chord(text: &str) -> Result<Chord, String> {
 pub async fn hold(tab: i32, text: &str, secs: f64) -> Result<String, String> {
     let chord = held_chord(text)?;
     let hold_ms = secs * 1000.0;
-    let mut down: Vec<(&Key, u32)> = Vec::new();
+    // What went down, released in reverse when this ends, however it ends (a command the
+    // person stopped is dropped here: its keys are released then).
+    let mut down = Down { tab, keys: Vec::new() };
     let mut held = 0;
     let mut repeats = 0u32;
     let pressed: Result<(), String> = async {
         for m in &chord.held {
             held |= keys::modifier(&m.key).map(|(b, _)| b).unwrap_or(0);
             key_event(tab, "keyDown", m, held).await?;
-            down.push((m, held));
+            down.keys.push(m.clone());
         }
         let start = now_ms();
         if let Some(k) = &chord.key {
             key_event(tab, "keyDown", k, chord.modifiers).await?;
-            down.push((k, chord.modifiers));
+            down.keys.push(k.clone());
             for at in repeat_times(hold_ms) {
                 let wait = start + at - now_ms();
                 if wait > 0.0 {
@@ -147,16 +149,7 @@ pub async fn hold(tab: i32, text: &str, secs: f64) -> Result<String, String> {
         Ok(())
     }
     .await;
-    // Released in reverse, each with the modifiers still down after it.
-    let mut released = Ok(());
-    while let Some((k, _)) = down.pop() {
-        let still = down.iter().fold(0, |acc, (m, _)| {
-            acc | keys::modifier(&m.key).map(|(b, _)| b).unwrap_or(0)
-        });
-        if let Err(e) = key_event(tab, "keyUp", k, still).await {
-            released = released.and(Err(e));
-        }
-    }
+    let released = release(tab, std::mem::take(&mut down.keys)).await;
     pressed?;
     released?;
     let also = match repeats {
@@ -166,7 +159,66 @@ pub async fn hold(tab: i32, text: &str, secs: f64) -> Result<String, String> {
     Ok(format!("Held {} for {secs} second(s){also}", text.trim()))
 }
 
+/// Keys a `hold_key` holds down.
+struct Down {
+    tab: i32,
+    keys: Vec<Key>,
+}
+
+impl Drop for Down {
+    /// Ended before it released them (the person's Stop): released now.
+    fn drop(&mut self) {
+        if self.keys.is_empty() {
+            return;
+        }
+        let (tab, keys) = (self.tab, std::mem::take(&mut self.keys));
+        wasm_bindgen_futures::spawn_local(async move {
+            if let Err(e) = release(tab, keys).await {
+                crate::js::log(&format!("releasing held keys on tab {tab}: {e}"));
+            }
+        });
+    }
+}
+
+/// Releases keys in reverse, each with the modifiers still down after it.
+async fn release(tab: i32, mut down: Vec<Key>) -> Result<(), String> {
+    let mut released = Ok(());
+    while let Some(k) = down.pop() {
+        let still = down.iter().fold(0, |acc, m| {
+            acc | keys::modifier(&m.key).map(|(b, _)| b).unwrap_or(0)
+        });
+        if let Err(e) = key_event(tab, "keyUp", &k, still).await {
+            released = released.and(Err(e));
+        }
+    }
+    released
+}
+
+/// Whether the focused element (through shadow roots and same-origin frames) may be a
+/// password field: true unless it is known not to be.
+const FOCUS_MAY_BE_SECRET: &str = r#"(() => { try { let e = document.activeElement; for (let i = 0; e && i < 32; i++) { if (e.shadowRoot && e.shadowRoot.activeElement) { e = e.shadowRoot.activeElement; continue; } if (e.tagName === "IFRAME" || e.tagName === "FRAME") { const d = e.contentDocument; if (!d) return true; e = d.activeElement; continue; } break; } return !!e && e.tagName === "INPUT" && String(e.type).toLowerCase() === "password"; } catch (_) { return true; } })()"#;
+
+/// `type`: the text goes in as key events. Whether it goes into a password field is asked
+/// beside the first keys (answered while they are sent, so it costs the command no round
+/// trip), for the log to mask it.
 pub async fn type_text(tab: i32, text: &str) -> Result<String, String> {
+    let probe = cdp::send(
+        tab,
+        "Runtime.evaluate",
+        json!({"expression": FOCUS_MAY_BE_SECRET, "returnByValue": true, "silent": true}),
+    );
+    let (secret, typed) = futures_util::future::join(probe, type_keys(tab, text)).await;
+    let known_plain = secret
+        .ok()
+        .and_then(|v| v.pointer("/result/value").and_then(serde_json::Value::as_bool))
+        == Some(false);
+    if !known_plain {
+        crate::journal::mark_secret(tab);
+    }
+    typed
+}
+
+async fn type_keys(tab: i32, text: &str) -> Result<String, String> {
     let mut pending = String::new();
     for c in text.chars() {
         let key = match c {

@@ -226,6 +226,12 @@ pub fn forget(tab: i32) {
     mouse::forget(tab);
 }
 
+/// The person's Stop: input the agent holds down is released (a left button held by
+/// `left_mouse_down`; keys of a `hold_key` that was ended are released as it ends).
+pub async fn release_held() {
+    mouse::release_all().await;
+}
+
 /// Whether computer keeps the tab's capture mode.
 pub fn holds(tab: i32) -> bool {
     screenshot::holds(tab)

@@ -161,6 +161,18 @@ pub async fn release(tab: i32, at: (f64, f64), modifiers: u32) -> Result<(), Str
     event(tab, json!({"type": "mouseReleased", "x": at.0, "y": at.1, "button": "left", "buttons": 0, "clickCount": 1, "modifiers": modifiers})).await
 }
 
+/// The person's Stop: every held left button is released where its pointer is.
+pub async fn release_all() {
+    let held: Vec<(i32, (f64, f64))> =
+        HELD.with(|h| h.borrow_mut().drain().map(|(tab, h)| (tab, h.at)).collect());
+    for (tab, at) in held {
+        let up = json!({"type": "mouseReleased", "x": at.0, "y": at.1, "button": "left", "buttons": 0, "clickCount": 1});
+        if let Err(e) = event(tab, up).await {
+            crate::js::log(&format!("releasing the mouse button on tab {tab}: {e}"));
+        }
+    }
+}
+
 pub async fn wheel(tab: i32, x: f64, y: f64, dx: f64, dy: f64) -> Result<(), String> {
     event(
         tab,
