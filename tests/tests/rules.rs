@@ -324,13 +324,14 @@ async fn approvals_are_answered_in_the_popup_and_always_lasts() -> Result<()> {
         .await?;
 
     // Denied.
-    let running = spawn(&caller, "javascript_tool", js("document.title = 'ran'"));
+    let running = spawn(&caller, "javascript_tool", js("document.title = 'ran-after-deny'"));
     let second = card(&popup).await?;
     assert_ne!(first, second);
     popup.click("#approve-deny").await?;
     let e = outcome(running).await?.expect_err("denied");
     assert!(e.contains("The person denied javascript_tool on 127.0.0.1"), "{e}");
-    assert_eq!(backend.text("get_page_text", json!({"tabId": tab})).await.map(|t| t.contains("ran")).ok(), Some(false));
+    let tabs = backend.text("tabs_context_mcp", json!({})).await?;
+    assert!(!tabs.contains("ran-after-deny"), "the denied script ran: {tabs}");
 
     // A content script (the only extension context a page reaches) cannot answer.
     let running = spawn(&caller, "javascript_tool", js("1 + 1"));

@@ -939,7 +939,7 @@ mod tests {
         assert!(rules.iter().all(|r| {
             let id = r["id"].as_u64().unwrap();
             let prio = r["priority"].as_u64().unwrap();
-            (1000..2000).contains(&id) && prio < 20 || id >= 3000 && prio >= 20
+            ((1000..2000).contains(&id) && prio < 20) || (id >= 3000 && prio >= 20)
         }));
         assert!(matching(&[HostPattern::parse("example.com").unwrap()], "https://a.example.com/x").is_some());
         assert!(matching(&[HostPattern::parse("example.com").unwrap()], "about:blank").is_none());

@@ -210,7 +210,8 @@ impl Ask {
         let _gone = Gone(id);
         publish().await;
         notify(id, self.tool, self.site.as_deref()).await;
-        let timeout = gloo_timers::future::TimeoutFuture::new(seconds.saturating_mul(1000));
+        let timeout =
+            std::pin::pin!(gloo_timers::future::TimeoutFuture::new(seconds.saturating_mul(1000)));
         let site = self
             .site
             .clone()
