@@ -386,8 +386,7 @@ async fn approvals_are_answered_in_the_popup_and_always_lasts() -> Result<()> {
         Outcome::Error { error } => panic!("after the restart: {error}"),
     }
 
-    // An "ask first" site: the navigation there asks (allowed once), a screenshot does not, a
-    // click does (and is not answered in time once the timeout is short).
+    // An "ask first" site: the navigation there asks (allowed once), a screenshot does not.
     let running = spawn(&caller, "navigate", json!({"tabId": tab, "url": ask_site}));
     card(&popup).await?;
     assert_eq!(text_of(&popup, "approval-site").await?, "localhost");

@@ -15,7 +15,10 @@ const KEY: &str = "siteRules";
 pub const MAX_PATTERNS: usize = 300;
 /// An approval waits at most this long (seconds) unless the person sets another time.
 pub const DEFAULT_APPROVAL_SECONDS: u32 = 60;
-const MAX_APPROVAL_SECONDS: u32 = 3600;
+/// At most this long: the wait is part of the command, which the worker bounds at
+/// `protocol::bounds::COMMAND_MS` (120 s), so the tool keeps at least 30 s to run.
+const MAX_APPROVAL_SECONDS: u32 = 90;
+const _: () = assert!(MAX_APPROVAL_SECONDS * 1000 + 30_000 <= protocol::bounds::COMMAND_MS);
 
 /// The rules as stored and as Options shows them (patterns canonical once saved).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -250,6 +250,10 @@ async fn approve(
         Some(url) if access == Access::Navigates => Some(protocol::url_policy::normalize(url)),
         Some(_) => None,
     };
+    // A navigation the URL policy refuses is refused by the tool: nothing to ask about.
+    if goes.as_deref().is_some_and(|u| crate::policy::check_page(u).is_err()) {
+        return Ok(());
+    }
     let site_url = goes.clone().unwrap_or_else(|| here.clone());
     let acting = access.acts_on_page(tool.name, args);
     let Some(mut ask) = crate::approvals::asks(tool.name, acting, &site_url) else {
@@ -265,7 +269,7 @@ async fn approve(
     // The page may have moved on while the person decided: what was approved is this site.
     let now = group::check_tab(i64::from(tab_id)).await?;
     let host = |u: &str| protocol::host_rules::web_host(u).flatten();
-    let now_url = now.url.unwrap_or_default();
+    let now_url = now.url.clone().unwrap_or_default();
     if host(&now_url) != host(&here) {
         return Err(format!(
             "Tab {tab_id} left the page that was approved while the approval waited (it now shows {}); nothing was done. Send the command again to ask for this page.",
