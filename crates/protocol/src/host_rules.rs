@@ -137,7 +137,6 @@ impl HostPattern {
         };
         format!("^(https?|wss?)://([^/?#]*@)?{host}\\.?(:[0-9]*)?([/?#]|$)")
     }
-}
 
     /// The hosts both patterns match, which is one of them or none: host patterns nest (a
     /// domain holds its subdomains), so two either overlap by one holding the other, or not at
