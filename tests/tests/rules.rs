@@ -38,13 +38,18 @@ async fn save_site_rules(
 ) -> Result<Page> {
     let options = browser.options_page().await?;
     options
-        .wait_for("document.getElementById('site-rules').dataset.ready === 'true'", WAIT)
+        .wait_for(
+            "document.getElementById('site-rules').dataset.ready === 'true'",
+            WAIT,
+        )
         .await?;
     options.type_into("#blockedSites", blocked).await?;
     options.type_into("#allowedSites", allowed).await?;
     options.type_into("#askSites", ask).await?;
     if let Some(s) = seconds {
-        options.type_into("#approvalSeconds", &s.to_string()).await?;
+        options
+            .type_into("#approvalSeconds", &s.to_string())
+            .await?;
     }
     options.click("#saveSiteRules").await?;
     options
@@ -57,7 +62,9 @@ async fn save_site_rules(
         .eval("document.getElementById('siteRules-error').textContent")
         .await?;
     if error != "" {
-        return Err(Error::new(format!("Options refused the site rules: {error}")));
+        return Err(Error::new(format!(
+            "Options refused the site rules: {error}"
+        )));
     }
     Ok(options)
 }
@@ -102,17 +109,25 @@ async fn the_persons_blocked_sites_are_refused_however_the_navigation_starts() -
     let options = save_site_rules(&browser, "LOCALHOST.", "", "", None).await?;
     // Stored canonical, as the Options page shows it again.
     assert_eq!(
-        options.eval("document.getElementById('blockedSites').value").await?,
+        options
+            .eval("document.getElementById('blockedSites').value")
+            .await?,
         "localhost"
     );
     let person = "the person's site rules (the extension's Options) block the site localhost";
 
     // The agent's navigate: refused with the person's rule, nothing sent.
     let e = backend
-        .error("navigate", json!({"tabId": tab, "url": away("hello.html?direct")}))
+        .error(
+            "navigate",
+            json!({"tabId": tab, "url": away("hello.html?direct")}),
+        )
         .await?;
     assert!(e.contains(person), "{e}");
-    assert!(e.contains("Only the person can change their site rules"), "{e}");
+    assert!(
+        e.contains("Only the person can change their site rules"),
+        "{e}"
+    );
     // A redirect from an allowed page: refused on the way, the target never asked.
     let redirect = page(&format!(
         "__redirect?to={}",
@@ -121,9 +136,14 @@ async fn the_persons_blocked_sites_are_refused_however_the_navigation_starts() -
     let e = backend
         .error("navigate", json!({"tabId": tab, "url": redirect}))
         .await?;
-    assert!(e.contains("was refused before its request left") && e.contains(person), "{e}");
+    assert!(
+        e.contains("was refused before its request left") && e.contains(person),
+        "{e}"
+    );
     // The tab shows the blocked address: tools are refused, saying whose rule.
-    let e = backend.error("get_page_text", json!({"tabId": tab})).await?;
+    let e = backend
+        .error("get_page_text", json!({"tabId": tab}))
+        .await?;
     assert!(
         e.contains("which no tool may read or act on. Refused: ") && e.contains(person),
         "{e}"
@@ -138,7 +158,10 @@ async fn the_persons_blocked_sites_are_refused_however_the_navigation_starts() -
     backend.navigate(tab, &start).await?;
     let link = ref_of(&backend, tab, "Go away link", "Go away").await?;
     backend
-        .text("computer", json!({"tabId": tab, "action": "left_click", "ref": link}))
+        .text(
+            "computer",
+            json!({"tabId": tab, "action": "left_click", "ref": link}),
+        )
         .await
         .ok();
     until("the link's navigation refused", WAIT, || async {
@@ -148,7 +171,9 @@ async fn the_persons_blocked_sites_are_refused_however_the_navigation_starts() -
         }))
     })
     .await?;
-    backend.navigate(tab, &start.replace("linked", "scripted")).await?;
+    backend
+        .navigate(tab, &start.replace("linked", "scripted"))
+        .await?;
     backend
         .js(tab, "document.getElementById('script').click(); 'clicked'")
         .await?;
@@ -171,7 +196,9 @@ async fn the_persons_blocked_sites_are_refused_however_the_navigation_starts() -
     backend.navigate(tab, &page("hello.html")).await?;
     options.close().await?;
     let options = save_site_rules(&browser, "127.0.0.1", "", "", None).await?;
-    let e = backend.error("get_page_text", json!({"tabId": tab})).await?;
+    let e = backend
+        .error("get_page_text", json!({"tabId": tab}))
+        .await?;
     assert!(
         e.contains("the person's site rules (the extension's Options) block the site 127.0.0.1"),
         "{e}"
@@ -183,7 +210,10 @@ async fn the_persons_blocked_sites_are_refused_however_the_navigation_starts() -
     let options = save_site_rules(&browser, "", "127.0.0.1", "", None).await?;
     backend.navigate(tab, &page("hello.html?mine")).await?;
     let e = backend
-        .error("navigate", json!({"tabId": tab, "url": away("hello.html?not-mine")}))
+        .error(
+            "navigate",
+            json!({"tabId": tab, "url": away("hello.html?not-mine")}),
+        )
         .await?;
     assert!(
         e.contains("allow only their listed sites, and localhost is not among them"),
@@ -191,11 +221,20 @@ async fn the_persons_blocked_sites_are_refused_however_the_navigation_starts() -
     );
     set_policy(&backend, json!({"allowedHosts": ["localhost"]})).await?;
     let e = backend
-        .error("navigate", json!({"tabId": tab, "url": page("hello.html?narrowed")}))
+        .error(
+            "navigate",
+            json!({"tabId": tab, "url": page("hello.html?narrowed")}),
+        )
         .await?;
-    assert!(e.contains("the URL policy refuses the host 127.0.0.1"), "{e}");
+    assert!(
+        e.contains("the URL policy refuses the host 127.0.0.1"),
+        "{e}"
+    );
     let e = backend
-        .error("navigate", json!({"tabId": tab, "url": away("hello.html?widened")}))
+        .error(
+            "navigate",
+            json!({"tabId": tab, "url": away("hello.html?widened")}),
+        )
         .await?;
     assert!(e.contains("not among them"), "{e}");
     assert!(!asked(&fixtures, &refused, "?not-mine") && !asked(&fixtures, &refused, "?widened"));
@@ -205,7 +244,11 @@ async fn the_persons_blocked_sites_are_refused_however_the_navigation_starts() -
 }
 
 /// Runs `tool` in the background; the handle answers its result.
-fn spawn(caller: &Caller, tool: &str, args: Value) -> tokio::task::JoinHandle<Result<CommandResult>> {
+fn spawn(
+    caller: &Caller,
+    tool: &str,
+    args: Value,
+) -> tokio::task::JoinHandle<Result<CommandResult>> {
     let caller = caller.clone();
     let tool = tool.to_string();
     tokio::spawn(async move {
@@ -215,7 +258,9 @@ fn spawn(caller: &Caller, tool: &str, args: Value) -> tokio::task::JoinHandle<Re
     })
 }
 
-async fn outcome(handle: tokio::task::JoinHandle<Result<CommandResult>>) -> Result<std::result::Result<String, String>> {
+async fn outcome(
+    handle: tokio::task::JoinHandle<Result<CommandResult>>,
+) -> Result<std::result::Result<String, String>> {
     let result = tokio::time::timeout(Duration::from_secs(60), handle)
         .await
         .map_err(|_| Error::new("the command did not end"))?
@@ -257,10 +302,17 @@ async fn content_script_world(browser: &Browser, url_start: &str) -> Result<(Str
     let cdp = browser.cdp();
     let mut events = cdp.events();
     let attached = cdp
-        .call("Target.attachToTarget", json!({"targetId": target.id, "flatten": true}))
+        .call(
+            "Target.attachToTarget",
+            json!({"targetId": target.id, "flatten": true}),
+        )
         .await?;
-    let session = attached["sessionId"].as_str().unwrap_or_default().to_string();
-    cdp.call_session(&session, "Runtime.enable", json!({})).await?;
+    let session = attached["sessionId"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    cdp.call_session(&session, "Runtime.enable", json!({}))
+        .await?;
     let found = browser_operator_e2e::wait_event_on(
         &mut events,
         |e| {
@@ -301,7 +353,11 @@ async fn approvals_are_answered_in_the_popup_and_always_lasts() -> Result<()> {
     let js = |code: &str| json!({"tabId": tab, "text": code});
 
     // Allowed once: the card says exactly what, the command runs after the click.
-    let running = spawn(&caller, "javascript_tool", js("'a\u{200B}b\u{202E}c'.length\n"));
+    let running = spawn(
+        &caller,
+        "javascript_tool",
+        js("'a\u{200B}b\u{202E}c'.length\n"),
+    );
     let first = card(&popup).await?;
     assert_eq!(text_of(&popup, "approval-tool").await?, "javascript_tool");
     assert_eq!(text_of(&popup, "approval-site").await?, "127.0.0.1");
@@ -310,7 +366,10 @@ async fn approvals_are_answered_in_the_popup_and_always_lasts() -> Result<()> {
         args.contains("a\\u{200B}b\\u{202E}c") && args.contains(".length\\n"),
         "{args}"
     );
-    assert!(!args.contains('\u{200B}') && !args.contains('\u{202E}'), "{args}");
+    assert!(
+        !args.contains('\u{200B}') && !args.contains('\u{202E}'),
+        "{args}"
+    );
     let worker = browser.worker().await?;
     let badge = worker.eval("chrome.action.getBadgeText({})").await;
     let _ = worker.detach().await;
@@ -324,19 +383,30 @@ async fn approvals_are_answered_in_the_popup_and_always_lasts() -> Result<()> {
         .await?;
 
     // Denied.
-    let running = spawn(&caller, "javascript_tool", js("document.title = 'ran-after-deny'"));
+    let running = spawn(
+        &caller,
+        "javascript_tool",
+        js("document.title = 'ran-after-deny'"),
+    );
     let second = card(&popup).await?;
     assert_ne!(first, second);
     popup.click("#approve-deny").await?;
     let e = outcome(running).await?.expect_err("denied");
-    assert!(e.contains("The person denied javascript_tool on 127.0.0.1"), "{e}");
+    assert!(
+        e.contains("The person denied javascript_tool on 127.0.0.1"),
+        "{e}"
+    );
     let tabs = backend.text("tabs_context_mcp", json!({})).await?;
-    assert!(!tabs.contains("ran-after-deny"), "the denied script ran: {tabs}");
+    assert!(
+        !tabs.contains("ran-after-deny"),
+        "the denied script ran: {tabs}"
+    );
 
     // A content script (the only extension context a page reaches) cannot answer.
     let running = spawn(&caller, "javascript_tool", js("1 + 1"));
     let third = card(&popup).await?;
-    let (session, world) = content_script_world(&browser, &format!("http://127.0.0.1:{port}/")).await?;
+    let (session, world) =
+        content_script_world(&browser, &format!("http://127.0.0.1:{port}/")).await?;
     let answer = browser
         .cdp()
         .call_session(
@@ -390,13 +460,18 @@ async fn approvals_are_answered_in_the_popup_and_always_lasts() -> Result<()> {
     let running = spawn(&caller, "navigate", json!({"tabId": tab, "url": ask_site}));
     card(&popup).await?;
     assert_eq!(text_of(&popup, "approval-site").await?, "localhost");
-    assert!(text_of(&popup, "approval-reason").await?.contains("\"ask first\" pattern localhost"));
+    assert!(text_of(&popup, "approval-reason")
+        .await?
+        .contains("\"ask first\" pattern localhost"));
     popup.click("#approve-once").await?;
     outcome(running).await?.map_err(Error::new)?;
     let shot = backend
         .command("computer", json!({"tabId": tab, "action": "screenshot"}))
         .await?;
-    assert!(matches!(shot.outcome, Outcome::Result { .. }), "the screenshot asked");
+    assert!(
+        matches!(shot.outcome, Outcome::Result { .. }),
+        "the screenshot asked"
+    );
 
     // Options lists the grant; revoking it (a real click) asks again, and now times out.
     let options = save_site_rules(&browser, "", "", "localhost", Some(2)).await?;

@@ -903,11 +903,26 @@ mod tests {
             "http://127.0.0.2/",
         ];
         let pairs = [
-            (person(&[], &["admin.example.com"]), policy(Some(&["example.com"]), &[])),
+            (
+                person(&[], &["admin.example.com"]),
+                policy(Some(&["example.com"]), &[]),
+            ),
             (person(&[], &["example.com"]), policy(None, &[])),
-            (person(&["example.com", "127.0.0.1"], &[]), policy(None, &["shop.example.com"])),
-            (person(&["example.com", "news.test"], &[]), policy(Some(&["www.example.com", "*.news.test", "example.org"]), &[])),
-            (person(&["*.example.com"], &["www.example.com"]), policy(Some(&["example.com"]), &["admin.example.com"])),
+            (
+                person(&["example.com", "127.0.0.1"], &[]),
+                policy(None, &["shop.example.com"]),
+            ),
+            (
+                person(&["example.com", "news.test"], &[]),
+                policy(
+                    Some(&["www.example.com", "*.news.test", "example.org"]),
+                    &[],
+                ),
+            ),
+            (
+                person(&["*.example.com"], &["www.example.com"]),
+                policy(Some(&["example.com"]), &["admin.example.com"]),
+            ),
             (person(&[], &[]), policy(Some(&[]), &[])),
             (person(&["news.test"], &[]), policy(Some(&[]), &[])),
         ];
@@ -924,15 +939,31 @@ mod tests {
                 );
                 if let Err(e) = by_person {
                     assert_eq!(e.by, Owner::Person);
-                    assert!(e.rule().starts_with("the person's site rules"), "{}", e.rule());
+                    assert!(
+                        e.rule().starts_with("the person's site rules"),
+                        "{}",
+                        e.rule()
+                    );
                 }
             }
         }
         // A person's block beats the backend's explicit allow.
-        let (p, b) = (person(&[], &["example.com"]), policy(Some(&["example.com"]), &[]));
-        assert!(refused_by_rules(&layered_dnr_rules(&p, &b, at, &[5]), "https://example.com/"));
+        let (p, b) = (
+            person(&[], &["example.com"]),
+            policy(Some(&["example.com"]), &[]),
+        );
+        assert!(refused_by_rules(
+            &layered_dnr_rules(&p, &b, at, &[5]),
+            "https://example.com/"
+        ));
         let e = p.check_url("https://www.example.com/").unwrap_err();
-        assert!(e.rule().contains("block the site www.example.com (it matches the blocked pattern example.com)"), "{}", e.rule());
+        assert!(
+            e.rule().contains(
+                "block the site www.example.com (it matches the blocked pattern example.com)"
+            ),
+            "{}",
+            e.rule()
+        );
         // Their ids stay in their ranges.
         let rules = layered_dnr_rules(&pairs[4].0, &pairs[4].1, at, &[5]);
         assert!(rules.iter().all(|r| {
@@ -940,7 +971,11 @@ mod tests {
             let prio = r["priority"].as_u64().unwrap();
             ((1000..2000).contains(&id) && prio < 20) || (id >= 3000 && prio >= 20)
         }));
-        assert!(matching(&[HostPattern::parse("example.com").unwrap()], "https://a.example.com/x").is_some());
+        assert!(matching(
+            &[HostPattern::parse("example.com").unwrap()],
+            "https://a.example.com/x"
+        )
+        .is_some());
         assert!(matching(&[HostPattern::parse("example.com").unwrap()], "about:blank").is_none());
     }
 

@@ -210,8 +210,9 @@ impl Ask {
         let _gone = Gone(id);
         publish().await;
         notify(id, self.tool, self.site.as_deref()).await;
-        let timeout =
-            std::pin::pin!(gloo_timers::future::TimeoutFuture::new(seconds.saturating_mul(1000)));
+        let timeout = std::pin::pin!(gloo_timers::future::TimeoutFuture::new(
+            seconds.saturating_mul(1000)
+        ));
         let site = self
             .site
             .clone()
@@ -279,10 +280,10 @@ async fn notify(id: u32, tool: &str, site: Option<&str>) {
     }
     let message = format!(
         "{tool} on {} waits for your approval. Click to answer.",
-        site.map(escaped).unwrap_or_else(|| "a page of unknown site".into())
+        site.map(escaped)
+            .unwrap_or_else(|| "a page of unknown site".into())
     );
-    if let Err(e) = notifications::create(&notification_id(id), "Approval needed", &message).await
-    {
+    if let Err(e) = notifications::create(&notification_id(id), "Approval needed", &message).await {
         crate::js::log(&format!("the approval notification: {e}"));
     }
 }
@@ -301,7 +302,9 @@ pub async fn decide(id: u32, decision: Decision) -> Result<(), String> {
         Some((a.answer.take(), a.view.site.clone(), a.needs.clone()))
     });
     let Some((Some(answer), site, needs)) = found else {
-        return Err("That approval is no longer waiting (its command ended or was answered).".into());
+        return Err(
+            "That approval is no longer waiting (its command ended or was answered).".into(),
+        );
     };
     if decision == Decision::Always {
         // The site as granted is the canonical host the check compares (the view escapes it,
@@ -322,7 +325,9 @@ pub async fn decide(id: u32, decision: Decision) -> Result<(), String> {
         }
         if let Err(e) = store_grants(list).await {
             let _ = answer.send(Decision::Once);
-            return Err(format!("Allowed once: \"always\" could not be stored ({e})."));
+            return Err(format!(
+                "Allowed once: \"always\" could not be stored ({e})."
+            ));
         }
     }
     let _ = answer.send(decision);

@@ -236,8 +236,7 @@ pub async fn handle(message: JsValue, sender: JsValue) -> JsValue {
         Request::GetSiteRules => {
             let rules = crate::policy::site_rules::stored().await;
             let grants = crate::approvals::list_grants().await;
-            to_js(&serde_json::json!({ "rules": rules, "grants": grants }))
-                .unwrap_or(JsValue::NULL)
+            to_js(&serde_json::json!({ "rules": rules, "grants": grants })).unwrap_or(JsValue::NULL)
         }
         Request::SaveSiteRules { rules } => {
             let saved = match crate::js::from_json::<crate::policy::site_rules::SiteRules>(rules) {

@@ -50,7 +50,8 @@ async fn shoot_part(page: &Page, width: u32, name: &str, selector: Option<&str>)
                 ))
                 .await?;
             let n = |i: usize| r[i].as_f64().unwrap_or(0.0);
-            params["clip"] = json!({"x": n(0), "y": n(1), "width": n(2), "height": n(3), "scale": 1});
+            params["clip"] =
+                json!({"x": n(0), "y": n(1), "width": n(2), "height": n(3), "scale": 1});
             params["captureBeyondViewport"] = json!(true);
         }
         let shot = page.call("Page.captureScreenshot", params).await?;
@@ -125,7 +126,9 @@ async fn main() -> Result<()> {
     options.select_value("#transport", "sse-http").await?;
     options.type_into("#serverUrl", &backend.http_url()).await?;
     shoot(&options, 760, "options").await?;
-    options.type_into("#blockedSites", "bank.example\nadmin.example.com").await?;
+    options
+        .type_into("#blockedSites", "bank.example\nadmin.example.com")
+        .await?;
     options.type_into("#askSites", "*.shop.example").await?;
     shoot_part(&options, 760, "site-rules", Some("#site-rules")).await?;
     browser.close().await?;

@@ -16,8 +16,10 @@ pub async fn shows_error_page(tab: i32) -> Result<bool, String> {
     if frame.is_null() || frame.is_undefined() {
         return Ok(false);
     }
-    Ok(js_sys::Reflect::get(&frame, &JsValue::from_str("errorOccurred"))
-        .ok()
-        .and_then(|v| v.as_bool())
-        .unwrap_or(false))
+    Ok(
+        js_sys::Reflect::get(&frame, &JsValue::from_str("errorOccurred"))
+            .ok()
+            .and_then(|v| v.as_bool())
+            .unwrap_or(false),
+    )
 }

@@ -55,7 +55,8 @@ pub fn covers(tab: i32) -> bool {
 /// and Chrome takes one worker's calls in order: the last call made is the state in force.
 pub async fn apply() -> Result<(), String> {
     let tabs: Vec<i32> = COVERED.with(|c| c.borrow().iter().copied().collect());
-    let rules = super::with_both(|person, backend| layered_dnr_rules(person, backend, LAYERS, &tabs));
+    let rules =
+        super::with_both(|person, backend| layered_dnr_rules(person, backend, LAYERS, &tabs));
     let remove: Vec<u32> = (FIRST_ID..=LAST_ID)
         .chain(PERSON_FIRST_ID..=PERSON_LAST_ID)
         .collect();

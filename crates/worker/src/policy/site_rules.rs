@@ -133,16 +133,20 @@ pub async fn load() {
                     .cloned()
                     .collect::<Vec<_>>()
             };
-            let (allowed, blocked, ask) =
-                (valid(&rules.allowed), valid(&rules.blocked), valid(&rules.ask));
+            let (allowed, blocked, ask) = (
+                valid(&rules.allowed),
+                valid(&rules.blocked),
+                valid(&rules.ask),
+            );
             let hosts = HostPolicy::person(&allowed, &blocked).unwrap_or_default();
             InForce {
                 hosts,
-                ask: ask.iter().filter_map(|w| HostPattern::parse(w).ok()).collect(),
+                ask: ask
+                    .iter()
+                    .filter_map(|w| HostPattern::parse(w).ok())
+                    .collect(),
                 ask_tools: rules.ask_tools,
-                approval_seconds: rules
-                    .approval_seconds
-                    .clamp(1, MAX_APPROVAL_SECONDS),
+                approval_seconds: rules.approval_seconds.clamp(1, MAX_APPROVAL_SECONDS),
             }
         }
     };
@@ -202,7 +206,10 @@ mod tests {
             ..SiteRules::default()
         };
         let e = parse(&bad).err().unwrap_or_default();
-        assert!(e.starts_with("Ask-first sites: \"https://x.test/\" is not a host pattern"), "{e}");
+        assert!(
+            e.starts_with("Ask-first sites: \"https://x.test/\" is not a host pattern"),
+            "{e}"
+        );
         let slow = SiteRules {
             approval_seconds: 0,
             ..SiteRules::default()

@@ -251,7 +251,10 @@ async fn approve(
         Some(_) => None,
     };
     // A navigation the URL policy refuses is refused by the tool: nothing to ask about.
-    if goes.as_deref().is_some_and(|u| crate::policy::check_page(u).is_err()) {
+    if goes
+        .as_deref()
+        .is_some_and(|u| crate::policy::check_page(u).is_err())
+    {
         return Ok(());
     }
     let site_url = goes.clone().unwrap_or_else(|| here.clone());
