@@ -21,11 +21,12 @@ let memory = null;
 // rejects instead.
 for (const api of [chrome.tabs, chrome.tabGroups, chrome.windows, chrome.debugger, chrome.alarms,
   chrome.action, chrome.scripting, chrome.storage?.local, chrome.storage?.session, chrome.storage?.sync,
-  chrome.declarativeNetRequest, chrome.downloads]) {
+  chrome.declarativeNetRequest, chrome.downloads, chrome.notifications, chrome.webNavigation, chrome.runtime]) {
   if (!api) continue;
   for (const name of ["get", "set", "remove", "clear", "query", "create", "update", "group", "ungroup",
     "attach", "detach", "sendCommand", "getTargets", "setBadgeText", "setBadgeBackgroundColor",
-    "setTitle", "executeScript", "getAll", "move", "updateSessionRules", "getSessionRules", "search"]) {
+    "setTitle", "executeScript", "getAll", "move", "updateSessionRules", "getSessionRules", "search",
+    "getContexts", "getFrame", "getBadgeText"]) {
     const f = api[name];
     if (typeof f !== "function") continue;
     api[name] = function (...args) {
@@ -66,6 +67,16 @@ chrome.debugger.onEvent.addListener((source, method, params) => {
 chrome.storage.local.onChanged.addListener((changes) => {
   saw("storage");
   if (changes.debuggerIdleSeconds) ready.then(() => worker.onIdleSettingChanged());
+  if (changes.siteRules) ready.then(() => worker.onSiteRulesChanged());
+  if (changes.approvalGrants) ready.then(() => worker.onApprovalGrantsChanged());
+});
+// A waiting approval's notification (shown while the popup is closed): clicking it opens the
+// popup, where the approval card is (or, where Chrome cannot open it, the popup page in a tab).
+chrome.notifications.onClicked.addListener((id) => {
+  if (!id.startsWith("approval-")) return;
+  saw("notification");
+  chrome.action.openPopup().catch(() =>
+    chrome.tabs.create({ url: chrome.runtime.getURL("extension/popup.html") }));
 });
 chrome.tabs.onCreated.addListener((tab) => {
   saw("tabs");

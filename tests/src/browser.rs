@@ -60,6 +60,11 @@ pub struct BrowserOptions {
     /// The X display of a headful browser (`DISPLAY`), e.g. a [`crate::VirtualDisplay`]'s;
     /// default: the environment's.
     pub display: Option<String>,
+    /// Whether `javascript_tool` and the uploads wait for the person's approval, as in a fresh
+    /// install. Default `false`: at launch the harness unticks "Ask before javascript_tool and
+    /// uploads" in the person's site rules (as a person who allows them would), so tests of
+    /// other things are not held up by approvals; tests of approvals set it.
+    pub ask_before_scripts: bool,
 }
 
 impl Default for BrowserOptions {
@@ -73,6 +78,7 @@ impl Default for BrowserOptions {
             extension_dir: None,
             headless: true,
             display: None,
+            ask_before_scripts: false,
         }
     }
 }
@@ -270,14 +276,36 @@ impl Browser {
                     .with_log(&tail));
             }
         };
-        Ok(Browser {
+        let browser = Browser {
             cdp,
             process,
             user_data_dir,
             log_path,
             extension_dir: opts.with_extension.then_some(extension_dir),
             extension_id: OnceCell::new(),
-        })
+        };
+        if opts.with_extension && !opts.ask_before_scripts {
+            browser
+                .scripts_without_approval()
+                .await
+                .map_err(|e| e.context("unticking \"Ask before javascript_tool and uploads\""))?;
+        }
+        Ok(browser)
+    }
+
+    /// Unticks "Ask before javascript_tool and uploads" in the person's site rules (kept when
+    /// the profile already has site rules).
+    async fn scripts_without_approval(&self) -> Result<()> {
+        self.wait_worker(EXTENSION_TIMEOUT).await?;
+        let worker = self.worker().await?;
+        let set = worker
+            .eval(
+                "chrome.storage.local.get('siteRules').then((r) => r.siteRules ? 'kept' : \
+                 chrome.storage.local.set({siteRules: {askTools: false}}).then(() => 'set'))",
+            )
+            .await;
+        let _ = worker.detach().await;
+        set.map(drop)
     }
 
     /// The browser-level CDP connection.

@@ -10,6 +10,10 @@
 //! them: lowercase, internationalized names in punycode (`xn--…`), without a trailing dot, IPv4
 //! addresses in dotted decimal, IPv6 in brackets, compressed. Ports never matter: a pattern
 //! names a host on every port.
+//!
+//! The same patterns serve the person's own site rules (Options: allowed, blocked, "ask
+//! first"), a [`HostPolicy`] of [`Owner::Person`]: checked before the backend's, and written
+//! to request rules in two layers ([`layered_dnr_rules`]) so the person's always win.
 
 use serde_json::{json, Value};
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -133,13 +137,51 @@ impl HostPattern {
         };
         format!("^(https?|wss?)://([^/?#]*@)?{host}\\.?(:[0-9]*)?([/?#]|$)")
     }
+
+    /// The hosts both patterns match, which is one of them or none: host patterns nest (a
+    /// domain holds its subdomains), so two either overlap by one holding the other, or not at
+    /// all.
+    pub fn intersect(&self, other: &HostPattern) -> Option<HostPattern> {
+        let holds = |outer: &HostPattern, inner: &HostPattern| {
+            outer == inner
+                || match (&outer.kind, &inner.kind) {
+                    (Kind::Address, _) | (_, Kind::Address) => false,
+                    // A domain holds itself and what is below it; "only subdomains" what is
+                    // strictly below it.
+                    _ => outer.matches(&inner.host),
+                }
+        };
+        if holds(self, other) {
+            Some(other.clone())
+        } else if holds(other, self) {
+            Some(self.clone())
+        } else {
+            None
+        }
+    }
 }
 
-/// What the backend allows: `allowed` `None` = every web host.
+/// The first pattern of `patterns` that matches a URL's host (a URL without a web host
+/// matches none).
+pub fn matching<'a>(patterns: &'a [HostPattern], url: &str) -> Option<&'a HostPattern> {
+    let host = web_host(url)??;
+    patterns.iter().find(|p| p.matches(&host))
+}
+
+/// Whose rules a [`HostPolicy`] holds: the backend's (`set_policy`) or the person's (Options).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Owner {
+    #[default]
+    Backend,
+    Person,
+}
+
+/// What the backend (or the person) allows: `allowed` `None` = every web host.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct HostPolicy {
     pub allowed: Option<Vec<HostPattern>>,
     pub blocked: Vec<HostPattern>,
+    pub owner: Owner,
 }
 
 /// Why a host was refused.
@@ -148,11 +190,29 @@ pub struct HostRefusal {
     pub host: String,
     /// The blocked pattern it matches; `None`: it matches no allowed pattern.
     pub blocked_by: Option<String>,
+    /// Whose rule refused it.
+    pub by: Owner,
 }
 
 impl HostRefusal {
     /// The rule, as a clause.
     pub fn rule(&self) -> String {
+        if self.by == Owner::Person {
+            return match &self.blocked_by {
+                Some(p) if *p == self.host => format!(
+                    "the person's site rules (the extension's Options) block the site {}",
+                    self.host
+                ),
+                Some(p) => format!(
+                    "the person's site rules (the extension's Options) block the site {} (it matches the blocked pattern {p})",
+                    self.host
+                ),
+                None => format!(
+                    "the person's site rules (the extension's Options) allow only their listed sites, and {} is not among them",
+                    self.host
+                ),
+            };
+        }
         match &self.blocked_by {
             Some(p) if *p == self.host => format!(
                 "the URL policy refuses the host {} (it is a blocked host)",
@@ -192,7 +252,45 @@ impl HostPolicy {
         Ok(HostPolicy {
             allowed: allowed.map(parse).transpose()?,
             blocked: parse(blocked)?,
+            owner: Owner::Backend,
         })
+    }
+
+    /// The person's rules from their lists (an empty allowed list: every site allowed).
+    pub fn person(allowed: &[String], blocked: &[String]) -> Result<HostPolicy, String> {
+        let allowed = (!allowed.is_empty()).then_some(allowed);
+        Ok(HostPolicy {
+            owner: Owner::Person,
+            ..HostPolicy::new(allowed, blocked)?
+        })
+    }
+
+    /// This policy with its allowed hosts narrowed to those `outer` allows too (its blocked
+    /// hosts as they are): what the backend's layer of request rules allows under the
+    /// person's allowed list.
+    pub fn within(&self, outer: &HostPolicy) -> HostPolicy {
+        let allowed = match (&self.allowed, &outer.allowed) {
+            (None, None) => None,
+            (Some(a), None) | (None, Some(a)) => Some(a.clone()),
+            (Some(a), Some(b)) => {
+                let mut both: Vec<HostPattern> = Vec::new();
+                for p in a {
+                    for q in b {
+                        if let Some(r) = p.intersect(q) {
+                            if !both.contains(&r) {
+                                both.push(r);
+                            }
+                        }
+                    }
+                }
+                Some(both)
+            }
+        };
+        HostPolicy {
+            allowed,
+            blocked: self.blocked.clone(),
+            owner: self.owner,
+        }
     }
 
     /// True when it refuses nothing.
@@ -206,12 +304,14 @@ impl HostPolicy {
             return Err(HostRefusal {
                 host: host.to_string(),
                 blocked_by: Some(p.written()),
+                by: self.owner,
             });
         }
         match &self.allowed {
             Some(allowed) if !allowed.iter().any(|p| p.matches(host)) => Err(HostRefusal {
                 host: host.to_string(),
                 blocked_by: None,
+                by: self.owner,
             }),
             _ => Ok(()),
         }
@@ -232,6 +332,7 @@ impl HostPolicy {
             Some(None) => Err(HostRefusal {
                 host: "(no valid host)".into(),
                 blocked_by: None,
+                by: self.owner,
             }),
         }
     }
@@ -286,6 +387,39 @@ impl HostPolicy {
         }
         rules
     }
+}
+
+/// Where [`layered_dnr_rules`] numbers its two layers: the backend's from `backend_first_id`
+/// at `backend_priority` (and the two above), the person's from `person_first_id` at
+/// `person_priority` (above all of the backend's).
+#[derive(Clone, Copy, Debug)]
+pub struct Layers {
+    pub backend_first_id: u32,
+    pub backend_priority: u32,
+    pub person_first_id: u32,
+    pub person_priority: u32,
+}
+
+/// The request rules for the person's and the backend's policies together, on the tabs
+/// `tab_ids`: the backend's layer is its policy with the allowed hosts narrowed to the person's
+/// ([`HostPolicy::within`]), the person's layer their blocked hosts, at higher priorities. So a
+/// person's block beats a backend's allow, and the person's allowed list is narrowed by the
+/// backend's, never widened. (Each layer is [`HostPolicy::dnr_rules`].)
+pub fn layered_dnr_rules(
+    person: &HostPolicy,
+    backend: &HostPolicy,
+    at: Layers,
+    tab_ids: &[i32],
+) -> Vec<Value> {
+    let lower = backend.within(person);
+    let upper = HostPolicy {
+        allowed: None,
+        blocked: person.blocked.clone(),
+        owner: Owner::Person,
+    };
+    let mut rules = lower.dnr_rules(at.backend_first_id, at.backend_priority, tab_ids);
+    rules.extend(upper.dnr_rules(at.person_first_id, at.person_priority, tab_ids));
+    rules
 }
 
 /// `Some(host)` for a web URL (http, https, ws, wss; a `blob:` of one), `Some(None)` when its
@@ -689,6 +823,160 @@ mod tests {
         assert!(HostPolicy::new(Some(&many), &[])
             .unwrap_err()
             .contains("more than the 500"));
+    }
+
+    /// Evaluates request rules as the browser does: the highest priority matching wins; at
+    /// one priority, allow beats block.
+    fn refused_by_rules(rules: &[Value], url: &str) -> bool {
+        let matching: Vec<(u64, bool)> = rules
+            .iter()
+            .filter(|r| {
+                r["condition"]["regexFilter"].as_str().is_none_or(|s| {
+                    regex::RegexBuilder::new(s)
+                        .case_insensitive(true)
+                        .build()
+                        .unwrap()
+                        .is_match(url)
+                })
+            })
+            .map(|r| {
+                (
+                    r["priority"].as_u64().unwrap(),
+                    r["action"]["type"] == "block",
+                )
+            })
+            .collect();
+        let Some(top) = matching.iter().map(|m| m.0).max() else {
+            return false;
+        };
+        matching.iter().filter(|m| m.0 == top).all(|m| m.1)
+    }
+
+    fn person(allowed: &[&str], blocked: &[&str]) -> HostPolicy {
+        let owned = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        HostPolicy::person(&owned(allowed), &owned(blocked)).expect("valid site rules")
+    }
+
+    #[test]
+    fn patterns_intersect_as_one_of_them_or_none() {
+        let p = |s: &str| HostPattern::parse(s).unwrap();
+        let cases = [
+            ("example.com", "www.example.com", Some("www.example.com")),
+            ("example.com", "*.example.com", Some("*.example.com")),
+            ("*.example.com", "*.example.com", Some("*.example.com")),
+            ("*.example.com", "a.example.com", Some("a.example.com")),
+            ("*.a.example.com", "example.com", Some("*.a.example.com")),
+            ("example.com", "example.org", None),
+            ("*.example.com", "example.com", Some("*.example.com")),
+            ("127.0.0.1", "127.0.0.1", Some("127.0.0.1")),
+            ("127.0.0.1", "example.com", None),
+        ];
+        for (a, b, both) in cases {
+            let got = p(a).intersect(&p(b)).map(|r| r.written());
+            assert_eq!(got.as_deref(), both, "{a} and {b}");
+            let back = p(b).intersect(&p(a)).map(|r| r.written());
+            assert_eq!(back.as_deref(), both, "{b} and {a}");
+        }
+    }
+
+    /// The person's rules and the backend's together: a URL is refused when either refuses
+    /// it, the person's reason said first; the two layers of request rules refuse exactly
+    /// that, so a person's block beats a backend's allow and the backend narrows the person's
+    /// allowed list, never widens it.
+    #[test]
+    fn the_persons_rules_and_the_backends_combine_and_the_person_wins() {
+        let at = Layers {
+            backend_first_id: 1000,
+            backend_priority: 10,
+            person_first_id: 3000,
+            person_priority: 20,
+        };
+        let urls = [
+            "https://example.com/",
+            "https://www.example.com/",
+            "https://admin.example.com/",
+            "https://shop.example.com/",
+            "https://example.org/",
+            "https://news.test/",
+            "https://a.news.test/",
+            "http://127.0.0.1:9/",
+            "http://127.0.0.2/",
+        ];
+        let pairs = [
+            (
+                person(&[], &["admin.example.com"]),
+                policy(Some(&["example.com"]), &[]),
+            ),
+            (person(&[], &["example.com"]), policy(None, &[])),
+            (
+                person(&["example.com", "127.0.0.1"], &[]),
+                policy(None, &["shop.example.com"]),
+            ),
+            (
+                person(&["example.com", "news.test"], &[]),
+                policy(
+                    Some(&["www.example.com", "*.news.test", "example.org"]),
+                    &[],
+                ),
+            ),
+            (
+                person(&["*.example.com"], &["www.example.com"]),
+                policy(Some(&["example.com"]), &["admin.example.com"]),
+            ),
+            (person(&[], &[]), policy(Some(&[]), &[])),
+            (person(&["news.test"], &[]), policy(Some(&[]), &[])),
+        ];
+        for (who, (p, b)) in pairs.iter().enumerate() {
+            let rules = layered_dnr_rules(p, b, at, &[5]);
+            for url in urls {
+                let by_person = p.check_url(url);
+                let by_backend = b.check_url(url);
+                let refused = by_person.is_err() || by_backend.is_err();
+                assert_eq!(
+                    refused_by_rules(&rules, url),
+                    refused,
+                    "pair {who}, {url}: the rules and the two policies disagree"
+                );
+                if let Err(e) = by_person {
+                    assert_eq!(e.by, Owner::Person);
+                    assert!(
+                        e.rule().starts_with("the person's site rules"),
+                        "{}",
+                        e.rule()
+                    );
+                }
+            }
+        }
+        // A person's block beats the backend's explicit allow.
+        let (p, b) = (
+            person(&[], &["example.com"]),
+            policy(Some(&["example.com"]), &[]),
+        );
+        assert!(refused_by_rules(
+            &layered_dnr_rules(&p, &b, at, &[5]),
+            "https://example.com/"
+        ));
+        let e = p.check_url("https://www.example.com/").unwrap_err();
+        assert!(
+            e.rule().contains(
+                "block the site www.example.com (it matches the blocked pattern example.com)"
+            ),
+            "{}",
+            e.rule()
+        );
+        // Their ids stay in their ranges.
+        let rules = layered_dnr_rules(&pairs[4].0, &pairs[4].1, at, &[5]);
+        assert!(rules.iter().all(|r| {
+            let id = r["id"].as_u64().unwrap();
+            let prio = r["priority"].as_u64().unwrap();
+            ((1000..2000).contains(&id) && prio < 20) || (id >= 3000 && prio >= 20)
+        }));
+        assert!(matching(
+            &[HostPattern::parse("example.com").unwrap()],
+            "https://a.example.com/x"
+        )
+        .is_some());
+        assert!(matching(&[HostPattern::parse("example.com").unwrap()], "about:blank").is_none());
     }
 
     /// The browser's request rules decide as `check_url` does, for every URL the browser can

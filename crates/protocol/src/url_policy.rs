@@ -5,7 +5,7 @@
 //! navigations, `javascript:`, `data:` and another origin's `blob:` URLs. One policy, used by every
 //! path that changes or acts on a group tab's address; a refusal names the rule that refused.
 
-use crate::host_rules::{HostPolicy, HostRefusal};
+use crate::host_rules::{HostPolicy, HostRefusal, Owner};
 use std::fmt;
 
 /// The rule that refused an address.
@@ -31,7 +31,7 @@ pub enum Refusal {
     OtherScheme(String),
     Empty,
     /// A web host the backend's URL policy refuses (`set_policy`'s `allowedHosts`,
-    /// `blockedHosts`).
+    /// `blockedHosts`), or the person's site rules (Options) do (`HostRefusal::by`).
     Host(HostRefusal),
 }
 
@@ -78,6 +78,9 @@ impl Refusal {
     /// The error of a navigation that was refused.
     pub fn navigation_error(&self, url: &str) -> String {
         let instead = match self {
+            Refusal::Host(h) if h.by == Owner::Person => {
+                "Only the person can change their site rules: navigate to another site instead"
+            }
             Refusal::Host(_) => "Navigate to a host the URL policy allows instead",
             _ => "Navigate to an http(s) URL instead",
         };
@@ -91,6 +94,7 @@ impl Refusal {
     /// The error of a command on a tab that shows a refused page.
     pub fn page_error(&self, tab: i32, url: &str) -> String {
         let to = match self {
+            Refusal::Host(h) if h.by == Owner::Person => "a site the person's rules allow",
             Refusal::Host(_) => "a host the URL policy allows",
             _ => "an http(s) URL",
         };

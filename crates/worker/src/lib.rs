@@ -4,6 +4,7 @@
 mod active;
 mod activity;
 mod agent;
+mod approvals;
 mod boundary;
 mod boundary_guard;
 mod brand;
@@ -156,6 +157,18 @@ pub fn on_tab_changed(tab: i32) {
 #[wasm_bindgen(js_name = onNavigationBlocked)]
 pub fn on_navigation_blocked(tab: i32, url: String) {
     policy::navigation_blocked(tab, &url);
+}
+
+/// `chrome.storage.local.onChanged` of `siteRules`: the person's site rules are read again.
+#[wasm_bindgen(js_name = onSiteRulesChanged)]
+pub async fn on_site_rules_changed() {
+    policy::site_rules_changed().await;
+}
+
+/// `chrome.storage.local.onChanged` of `approvalGrants`: read again at the next approval.
+#[wasm_bindgen(js_name = onApprovalGrantsChanged)]
+pub fn on_approval_grants_changed() {
+    approvals::grants_changed();
 }
 
 /// The changes waiting for the next state report, as JSON, without draining them (a

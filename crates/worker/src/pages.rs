@@ -1,7 +1,8 @@
 //! Requests from the extension's own pages (Options, popup, the activity log): read the state,
 //! save a config and connect, connect, disconnect, save the settings, the parked pairing offer
 //! (show, accept, dismiss), each connection's Connect, Disconnect and Remove, Stop and Resume,
-//! and the log (read, clear). Pages hold no state; every decision is made here. Content scripts have their own narrow path:
+//! the log (read, clear), the person's site rules and "always allowed" grants (Options), and
+//! the answers to waiting approvals (popup). Pages hold no state; every decision is made here. Content scripts have their own narrow path:
 //! only `pairOffer`.
 
 use crate::js::{from_js, to_js};
@@ -37,6 +38,20 @@ enum Request {
     GetOffer,
     AcceptOffer,
     DismissOffer,
+    GetApprovals,
+    /// The person's answer to a waiting approval: only ever from the extension's own pages.
+    DecideApproval {
+        id: u32,
+        decision: crate::approvals::Decision,
+    },
+    GetSiteRules,
+    SaveSiteRules {
+        rules: Value,
+    },
+    RevokeGrant {
+        site: String,
+        tool: String,
+    },
     /// The debugger's idle period, in whole minutes (0: never detach).
     SaveSettings {
         #[serde(rename = "idleMinutes", default)]
@@ -328,6 +343,45 @@ pub async fn handle(message: JsValue, sender: JsValue) -> JsValue {
             crate::journal::clear().await;
             reply(Ok(()))
         }
+        Request::GetApprovals => {
+            to_js(&serde_json::json!({ "approvals": crate::approvals::waiting() }))
+                .unwrap_or(JsValue::NULL)
+        }
+        Request::DecideApproval { id, decision } => reply(
+            crate::approvals::decide(id, decision)
+                .await
+                .map_err(|message| ConfigError {
+                    field: "approval",
+                    message,
+                }),
+        ),
+        Request::GetSiteRules => {
+            let rules = crate::policy::site_rules::stored().await;
+            let grants = crate::approvals::list_grants().await;
+            to_js(&serde_json::json!({ "rules": rules, "grants": grants })).unwrap_or(JsValue::NULL)
+        }
+        Request::SaveSiteRules { rules } => {
+            let saved = match crate::js::from_json::<crate::policy::site_rules::SiteRules>(rules) {
+                Ok(rules) => crate::policy::save_site_rules(rules).await,
+                Err(e) => Err(format!("The site rules could not be read: {e}")),
+            };
+            match saved {
+                Ok(rules) => to_js(&serde_json::json!({ "ok": true, "rules": rules }))
+                    .unwrap_or(JsValue::NULL),
+                Err(message) => reply(Err(ConfigError {
+                    field: "siteRules",
+                    message,
+                })),
+            }
+        }
+        Request::RevokeGrant { site, tool } => reply(
+            crate::approvals::revoke(&site, &tool)
+                .await
+                .map_err(|message| ConfigError {
+                    field: "grants",
+                    message,
+                }),
+        ),
         Request::SaveSettings { idle_minutes } => reply(
             crate::cdp::idle::save(idle_minutes)
                 .await

@@ -18,6 +18,8 @@ async fn main() {
     let options = BrowserOptions {
         headless,
         user_data_dir: args.get(2).map(Into::into),
+        // A person's browser: scripts and uploads ask, as in a fresh install.
+        ask_before_scripts: true,
         ..Default::default()
     };
     let browser = match Browser::launch(options).await {

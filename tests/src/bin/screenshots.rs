@@ -1,17 +1,23 @@
-//! Takes the screenshots in docs/screenshots/: the popup (with a pairing offer, connected, and
-//! paused by Stop), the activity log, the Options page and the server's /pair page, in light
-//! and dark mode.
+//! Takes the screenshots in docs/screenshots/: the popup (with a pairing offer, connected,
+//! paused by Stop, with an approval waiting, and with two connections), the activity log, the
+//! Options page (its site rules, and its connections) and the server's /pair page, in light and
+//! dark mode.
 //!
 //! Run: `cargo run -p browser-operator-e2e --bin screenshots` (after ./build.sh build).
 
 use base64::Engine;
-use browser_operator_e2e::{Backend, Browser, BrowserOptions, Page, Result};
+use browser_operator_e2e::{Backend, Browser, BrowserOptions, FixtureServer, Page, Result};
 use serde_json::json;
 use std::time::Duration;
 
 const WAIT: Duration = Duration::from_secs(20);
 
 async fn shoot(page: &Page, width: u32, name: &str) -> Result<()> {
+    shoot_part(page, width, name, None).await
+}
+
+/// [`shoot`], of the element `selector` only when given.
+async fn shoot_part(page: &Page, width: u32, name: &str, selector: Option<&str>) -> Result<()> {
     for scheme in ["light", "dark"] {
         page.call(
             "Emulation.setDeviceMetricsOverride",
@@ -36,9 +42,20 @@ async fn shoot(page: &Page, width: u32, name: &str) -> Result<()> {
         )
         .await?;
         tokio::time::sleep(Duration::from_millis(200)).await;
-        let shot = page
-            .call("Page.captureScreenshot", json!({"format": "png"}))
-            .await?;
+        let mut params = json!({"format": "png"});
+        if let Some(sel) = selector {
+            let r = page
+                .eval(&format!(
+                    "(() => {{ const r = document.querySelector({}).getBoundingClientRect(); return [r.x, r.y + scrollY, r.width, r.height]; }})()",
+                    browser_operator_e2e::js_string(sel)
+                ))
+                .await?;
+            let n = |i: usize| r[i].as_f64().unwrap_or(0.0);
+            params["clip"] =
+                json!({"x": n(0), "y": n(1), "width": n(2), "height": n(3), "scale": 1});
+            params["captureBeyondViewport"] = json!(true);
+        }
+        let shot = page.call("Page.captureScreenshot", params).await?;
         let data = base64::engine::general_purpose::STANDARD
             .decode(shot["data"].as_str().unwrap_or(""))
             .map_err(|e| browser_operator_e2e::Error::new(e.to_string()))?;
@@ -54,7 +71,12 @@ async fn shoot(page: &Page, width: u32, name: &str) -> Result<()> {
 async fn main() -> Result<()> {
     browser_operator_e2e::init();
     let backend = Backend::start().await?;
-    let browser = Browser::launch(BrowserOptions::default()).await?;
+    let fixtures = FixtureServer::start();
+    let browser = Browser::launch(BrowserOptions {
+        ask_before_scripts: true,
+        ..Default::default()
+    })
+    .await?;
 
     let pair = browser
         .open_page(&format!("{}/pair", backend.http_url()))
@@ -82,12 +104,23 @@ async fn main() -> Result<()> {
     shoot(&popup, 360, "popup").await?;
 
     // A few commands, Stop, one refused while paused: the popup paused, and the log.
-    let fixtures = browser_operator_e2e::FixtureServer::start();
     let (tab, _) = backend.first_tab().await?;
     backend.navigate(tab, &fixtures.url("login.html")).await?;
-    backend
-        .js(tab, "document.getElementById('password').focus(); 'focused'")
+    // This browser asks before javascript_tool, as a fresh install does: allowed once.
+    let caller = backend.caller();
+    let focus = tokio::spawn(async move {
+        caller
+            .command(
+                "javascript_tool",
+                json!({"tabId": tab, "text": "document.getElementById('password').focus(); 'focused'"}),
+            )
+            .await
+    });
+    popup
+        .wait_for("!document.querySelector('#approval').hidden", WAIT)
         .await?;
+    popup.click("#approve-once").await?;
+    let _ = focus.await;
     backend
         .text(
             "computer",
@@ -118,10 +151,35 @@ async fn main() -> Result<()> {
     shoot(&activity, 1100, "activity").await?;
     popup.click("#resume").await?;
 
+    // An approval waiting: javascript_tool on a fixture page.
+    let (tab, _) = backend.first_tab().await?;
+    let page = format!("http://127.0.0.1:{}/hello.html", fixtures.addr().port());
+    backend.navigate(tab, &page).await?;
+    let caller = backend.caller();
+    let waiting = tokio::spawn(async move {
+        caller
+            .command(
+                "javascript_tool",
+                json!({"tabId": tab, "text": "document.title === 'Hello\u{200B}' ? 'same' : document.title"}),
+            )
+            .await
+    });
+    popup
+        .wait_for("!document.querySelector('#approval').hidden", WAIT)
+        .await?;
+    shoot(&popup, 360, "popup-approval").await?;
+    popup.click("#approve-deny").await?;
+    let _ = waiting.await;
+
     let options = browser.options_page().await?;
     options.select_value("#transport", "sse-http").await?;
     options.type_into("#serverUrl", &backend.http_url()).await?;
     shoot(&options, 760, "options").await?;
+    options
+        .type_into("#blockedSites", "bank.example\nadmin.example.com")
+        .await?;
+    options.type_into("#askSites", "*.shop.example").await?;
+    shoot_part(&options, 760, "site-rules", Some("#site-rules")).await?;
     options.close().await?;
 
     // A second backend paired: Options lists both connections, the popup each one's status.

@@ -7,6 +7,8 @@ use wasm_bindgen::prelude::*;
 extern "C" {
     #[wasm_bindgen(catch, js_namespace = ["chrome", "action"], js_name = setBadgeText)]
     async fn set_badge_text_js(details: &JsValue) -> Result<JsValue, JsValue>;
+    #[wasm_bindgen(catch, js_namespace = ["chrome", "action"], js_name = getBadgeText)]
+    async fn get_badge_text_js(details: &JsValue) -> Result<JsValue, JsValue>;
     #[wasm_bindgen(catch, js_namespace = ["chrome", "action"], js_name = setBadgeBackgroundColor)]
     async fn set_badge_color_js(details: &JsValue) -> Result<JsValue, JsValue>;
     #[wasm_bindgen(catch, js_namespace = ["chrome", "action"], js_name = setTitle)]
@@ -24,6 +26,14 @@ pub async fn set_badge_text(text: &str) -> Result<(), String> {
     set_badge_text_js(&details("text", text))
         .await
         .map(drop)
+        .map_err(|e| error_text(&e))
+}
+
+/// The badge text ("" when there is none).
+pub async fn badge_text() -> Result<String, String> {
+    get_badge_text_js(&js_sys::Object::new().into())
+        .await
+        .map(|v| v.as_string().unwrap_or_default())
         .map_err(|e| error_text(&e))
 }
 

@@ -9,8 +9,13 @@
 //! them. The hosts are enforced in the browser by request rules (`rules`), so a navigation
 //! outside them is refused before its request leaves, whoever started it; dialogs and
 //! downloads are handled where CDP reports them (`cdp::record`, which asks here what to do).
+//!
+//! The person's site rules (`site_rules`, from Options) are part of the same mechanism: checked
+//! before the backend's hosts (a refusal then names the person's rule), and written to the
+//! request rules above the backend's, so the person's always win.
 
 pub mod rules;
+pub mod site_rules;
 
 use crate::changes::{self, Change};
 use crate::chrome::storage::{self, Area};
@@ -82,6 +87,9 @@ pub async fn ready() {
             return;
         }
         if !LOADING.with(|l| l.replace(true)) {
+            if !site_rules::loaded() {
+                site_rules::load().await;
+            }
             let stored = storage::get::<Policy>(Area::Session, KEY)
                 .await
                 .unwrap_or_else(|e| {
@@ -142,8 +150,8 @@ pub fn download_paths() -> bool {
     IN_FORCE.with(|p| p.borrow().as_ref().is_some_and(|p| p.download_paths))
 }
 
-/// The hosts in force (every host until the policy is loaded, which [`ready`] does before any
-/// command).
+/// The backend's hosts in force (every host until the policy is loaded, which [`ready`] does
+/// before any command).
 pub fn with_hosts<R>(f: impl FnOnce(&HostPolicy) -> R) -> R {
     IN_FORCE.with(|p| match p.borrow().as_ref() {
         Some(in_force) => f(&in_force.hosts),
@@ -151,16 +159,27 @@ pub fn with_hosts<R>(f: impl FnOnce(&HostPolicy) -> R) -> R {
     })
 }
 
-/// Whether a group tab showing `url` may be read and acted on: the scheme boundary, then the
-/// backend's hosts.
-pub fn check_page(url: &str) -> Result<(), Refusal> {
-    with_hosts(|h| url_policy::check_page_with(url, h))
+/// The person's hosts and the backend's, in force.
+pub fn with_both<R>(f: impl FnOnce(&HostPolicy, &HostPolicy) -> R) -> R {
+    site_rules::with(|person| with_hosts(|backend| f(&person.hosts, backend)))
 }
 
-/// Whether a command may send a group tab to `url`: the URL to load. A host the policy refuses
-/// is reported as a refused navigation.
+/// Whether a group tab showing `url` may be read and acted on: the scheme boundary, then the
+/// person's site rules, then the backend's hosts.
+pub fn check_page(url: &str) -> Result<(), Refusal> {
+    with_both(|person, backend| {
+        url_policy::check_page_with(url, person)?;
+        url_policy::check_page_with(url, backend)
+    })
+}
+
+/// Whether a command may send a group tab to `url`: the URL to load. A host the person's
+/// rules or the backend's policy refuses is reported as a refused navigation.
 pub fn check_navigation(tab: i32, url: &str, current: Option<&str>) -> Result<String, Refusal> {
-    let checked = with_hosts(|h| url_policy::check_navigation_with(url, current, h));
+    let checked = with_both(|person, backend| {
+        let url = url_policy::check_navigation_with(url, current, person)?;
+        url_policy::check_navigation_with(&url, current, backend)
+    });
     if let Err(Refusal::Host(_)) = &checked {
         changes::push(Change::NavigationRefused {
             tab_id: tab,
@@ -209,6 +228,29 @@ pub fn holds(tab: i32) -> bool {
 pub fn forget(tab: i32) {
     LAST_REFUSED.with(|l| l.borrow_mut().remove(&tab));
     rules::uncover(tab);
+}
+
+/// Saves the person's site rules from Options (`site_rules::save`) and writes the request
+/// rules for them.
+pub async fn save_site_rules(
+    rules: site_rules::SiteRules,
+) -> Result<site_rules::SiteRules, String> {
+    ready().await;
+    let stored = site_rules::save(rules).await?;
+    rules::refresh().await.map_err(|e| {
+        format!("The site rules are saved but the browser did not take their request rules: {e}")
+    })?;
+    Ok(stored)
+}
+
+/// The site rules changed in storage (another Options page, or a test): read again, and the
+/// request rules written for them.
+pub async fn site_rules_changed() {
+    ready().await;
+    site_rules::load().await;
+    if let Err(e) = rules::refresh().await {
+        crate::js::log(&format!("the site rules' request rules: {e}"));
+    }
 }
 
 /// The arguments of `set_policy`: the whole policy (an omitted field takes its default).

@@ -6,19 +6,39 @@
 //! worker sees it join the group (or be opened by a group tab), and before any command runs on
 //! it ([`cover`]).
 //!
-//! Rule ids [`FIRST_ID`].. and priorities [`BASE_PRIORITY`]..+2 are the backend's; the person's
-//! own site rules (issue 17) take higher priorities in the same rule set, so they win.
+//! Rule ids [`FIRST_ID`].. and priorities [`BASE_PRIORITY`]..+2 are the backend's (its allowed
+//! hosts narrowed to the person's allowed sites); the person's own site rules (Options) take
+//! ids [`PERSON_FIRST_ID`].. and higher priorities in the same rule set, so they win
+//! (`host_rules::layered_dnr_rules`).
 
+use super::site_rules;
 use crate::chrome::declarative_net_request as dnr;
-use protocol::host_rules::MAX_PATTERNS;
+use protocol::host_rules::{layered_dnr_rules, Layers, MAX_PATTERNS};
 use std::cell::RefCell;
 use std::collections::BTreeSet;
 
 /// The first id of the backend policy's rules (one rule per pattern, and one refusing all).
 pub const FIRST_ID: u32 = 1_000;
-const LAST_ID: u32 = FIRST_ID + MAX_PATTERNS as u32;
+/// Under the person's allowed sites the backend's layer holds at most both allowed lists.
+const LAST_ID: u32 = FIRST_ID + (MAX_PATTERNS + site_rules::MAX_PATTERNS) as u32;
 /// The backend policy's priorities: refuse all (by list) < allowed < blocked.
 pub const BASE_PRIORITY: u32 = 10;
+/// The first id of the person's rules (one per blocked site).
+pub const PERSON_FIRST_ID: u32 = 3_000;
+const PERSON_LAST_ID: u32 = PERSON_FIRST_ID + site_rules::MAX_PATTERNS as u32;
+/// The person's priorities: above every backend rule.
+pub const PERSON_PRIORITY: u32 = 20;
+const LAYERS: Layers = Layers {
+    backend_first_id: FIRST_ID,
+    backend_priority: BASE_PRIORITY,
+    person_first_id: PERSON_FIRST_ID,
+    person_priority: PERSON_PRIORITY,
+};
+
+/// True when neither the person's rules nor the backend's policy refuse anything.
+fn open() -> bool {
+    super::with_both(|person, backend| person.is_open() && backend.is_open())
+}
 
 thread_local! {
     /// The tabs the rules name.
@@ -35,8 +55,11 @@ pub fn covers(tab: i32) -> bool {
 /// and Chrome takes one worker's calls in order: the last call made is the state in force.
 pub async fn apply() -> Result<(), String> {
     let tabs: Vec<i32> = COVERED.with(|c| c.borrow().iter().copied().collect());
-    let rules = super::with_hosts(|h| h.dnr_rules(FIRST_ID, BASE_PRIORITY, &tabs));
-    let remove: Vec<u32> = (FIRST_ID..=LAST_ID).collect();
+    let rules =
+        super::with_both(|person, backend| layered_dnr_rules(person, backend, LAYERS, &tabs));
+    let remove: Vec<u32> = (FIRST_ID..=LAST_ID)
+        .chain(PERSON_FIRST_ID..=PERSON_LAST_ID)
+        .collect();
     dnr::update_session_rules(&remove, &rules).await
 }
 
@@ -57,7 +80,7 @@ pub async fn cover(tab: i32) -> Result<(), String> {
     if !COVERED.with(|c| c.borrow_mut().insert(tab)) {
         return Ok(());
     }
-    if super::with_hosts(|h| h.is_open()) {
+    if open() {
         return Ok(());
     }
     apply().await
@@ -65,7 +88,7 @@ pub async fn cover(tab: i32) -> Result<(), String> {
 
 /// The tab closed or left the group.
 pub fn uncover(tab: i32) {
-    if COVERED.with(|c| c.borrow_mut().remove(&tab)) && !super::with_hosts(|h| h.is_open()) {
+    if COVERED.with(|c| c.borrow_mut().remove(&tab)) && !open() {
         wasm_bindgen_futures::spawn_local(async {
             if let Err(e) = apply().await {
                 crate::js::log(&format!("the URL policy's request rules: {e}"));

@@ -1,6 +1,7 @@
 //! The tools and the one dispatch path for every command, whatever brought it: look the tool up,
 //! check the arguments against its schema, check the tab against the automation group, apply the
-//! guards its policy asks for (boundary, dialogs), then run it.
+//! guards its policy asks for (boundary, dialogs), the person's approval where their rules ask
+//! for one (`approvals`), then run it.
 //!
 //! Adding a tool: its entry in `crates/protocol/src/catalog.json` (description and argument
 //! schema), one file here declaring a [`Tool`] (name, policy, handler) next to its handler, and
@@ -212,6 +213,7 @@ async fn run_checked(tool: &'static Tool, args: Map<String, Value>) -> Outcome {
             }
             return Err(e);
         }
+        approve(tool, access, &tab, &args).await?;
         return with_boundary_note(tab_id, (tool.run)(args).await).await;
     }
     // The tab is in use until the command ends: no idle detach meanwhile.
@@ -225,6 +227,8 @@ async fn run_checked(tool: &'static Tool, args: Map<String, Value>) -> Outcome {
         let note = dialog_note(tab_id, &d);
         return Err(format!("{note} Answer it with handle_dialog first."));
     }
+    // The person's approval, where their rules ask for one: the last step before the tool.
+    approve(tool, access, &tab, &args).await?;
     let result = with_dialog_note(tab_id, (tool.run)(args).await);
     match access {
         Access::Closes => result,
@@ -232,7 +236,67 @@ async fn run_checked(tool: &'static Tool, args: Map<String, Value>) -> Outcome {
     }
 }
 
+/// Waits for the person's approval when their rules ask for one (`approvals`), then checks
+/// that the tab still shows the site approved.
+async fn approve(
+    tool: &'static Tool,
+    access: Access,
+    tab: &crate::chrome::tabs::Tab,
+    args: &Map<String, Value>,
+) -> Result<(), String> {
+    let tab_id = tab.id.unwrap_or(-1);
+    let here = tab.url.clone().unwrap_or_default();
+    // A navigation acts on where it goes; a history step or reload on the page it leaves.
+    let goes = match args.get("url").and_then(Value::as_str).map(str::trim) {
+        Some("back" | "forward" | "reload") | None => None,
+        Some(url) if access == Access::Navigates => Some(protocol::url_policy::normalize(url)),
+        Some(_) => None,
+    };
+    // A navigation the URL policy refuses is refused by the tool: nothing to ask about.
+    if goes
+        .as_deref()
+        .is_some_and(|u| crate::policy::check_page(u).is_err())
+    {
+        return Ok(());
+    }
+    let site_url = goes.clone().unwrap_or_else(|| here.clone());
+    let acting = access.acts_on_page(tool.name, args);
+    let Some(mut ask) = crate::approvals::asks(tool.name, acting, &site_url) else {
+        return Ok(());
+    };
+    if goes.is_none() && ask.knows_site() && crate::approvals::error_page(tab_id).await {
+        ask.site_unknown();
+    }
+    ask.wait(tab_id, args).await?;
+    if goes.is_some() {
+        return Ok(());
+    }
+    // The page may have moved on while the person decided: what was approved is this site.
+    let now = group::check_tab(i64::from(tab_id)).await?;
+    let host = |u: &str| protocol::host_rules::web_host(u).flatten();
+    let now_url = now.url.clone().unwrap_or_default();
+    if host(&now_url) != host(&here) {
+        return Err(format!(
+            "Tab {tab_id} left the page that was approved while the approval waited (it now shows {}); nothing was done. Send the command again to ask for this page.",
+            crate::approvals::escaped(&now_url)
+        ));
+    }
+    boundary::check(&now)
+}
+
 impl Access {
+    /// Whether the command acts on the page (what approvals ask about): input, scripts, its
+    /// dialogs and window, a navigation; not reading it, nor a computer action that only
+    /// looks (a screenshot, a zoom, a wait).
+    fn acts_on_page(self, tool: &str, args: &Map<String, Value>) -> bool {
+        let looks = tool == computer::TOOL.name
+            && matches!(
+                args.get("action").and_then(Value::as_str),
+                Some("screenshot" | "zoom" | "wait")
+            );
+        matches!(self, Access::Acts | Access::Navigates) && !looks
+    }
+
     /// Whether this command takes the tab away from its page, so it may run on a page outside
     /// the boundary.
     fn leaves(self, args: &Map<String, Value>) -> bool {
