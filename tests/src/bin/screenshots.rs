@@ -174,7 +174,14 @@ async fn main() -> Result<()> {
     let options = browser.options_page().await?;
     options.select_value("#transport", "sse-http").await?;
     options.type_into("#serverUrl", &backend.http_url()).await?;
+    // The connection settings (the site rules have their own picture).
+    options
+        .eval("document.getElementById('site-rules').hidden = true")
+        .await?;
     shoot(&options, 760, "options").await?;
+    options
+        .eval("document.getElementById('site-rules').hidden = false")
+        .await?;
     options
         .type_into("#blockedSites", "bank.example\nadmin.example.com")
         .await?;
