@@ -99,7 +99,57 @@ fn host_of(url: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::host_of;
+    use super::{host_of, register_looks, Extra};
+    use crate::agent::{look, Agent};
+    use protocol::{ConnectionConfig, Transport};
+
+    fn extra(id: u32, brand: Option<&str>, target: Option<&str>) -> Extra {
+        Extra {
+            id,
+            config: ConnectionConfig {
+                transport: Transport::WebSocket,
+                server_url: format!("ws://127.0.0.1:{}/ws", 9000 + id),
+                token: "t".into(),
+                command_path: None,
+                result_path: None,
+                target: target.map(str::to_string),
+            },
+            want: true,
+            brand: brand.map(str::to_string),
+        }
+    }
+
+    /// Each connection's group: its brand, else its target, else its host; never the first
+    /// connection's title nor another's; each its own colour, none the product's.
+    #[test]
+    fn each_group_has_its_own_title_and_colour() {
+        register_looks(&[
+            extra(1, Some("Acme"), Some("x")),
+            extra(2, Some("Acme"), None),
+            extra(3, None, Some("laptop")),
+            extra(4, None, None),
+            extra(5, Some("Browser Operator"), None),
+        ]);
+        let titles: Vec<String> = (1..=5).map(|c| look(&Agent::of(c, None)).title).collect();
+        assert_eq!(
+            titles,
+            [
+                "Acme",
+                "Acme (2)",
+                "laptop",
+                "127.0.0.1:9004",
+                "Browser Operator (2)"
+            ]
+        );
+        let mut colours: Vec<String> = (0..=5).map(|c| look(&Agent::of(c, None)).color).collect();
+        assert_eq!(colours[0], "blue");
+        colours.sort();
+        colours.dedup();
+        assert_eq!(colours.len(), 6, "{colours:?}");
+        // A named agent of a connection: the connection's title and the agent's name.
+        let named = look(&Agent::of(1, Some("claude-code 2".into())));
+        assert_eq!(named.title, "Acme · claude-code 2");
+    }
 
     #[test]
     fn a_server_is_named_by_its_host() {
