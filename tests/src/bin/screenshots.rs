@@ -86,7 +86,10 @@ async fn main() -> Result<()> {
     let (tab, _) = backend.first_tab().await?;
     backend.navigate(tab, &fixtures.url("login.html")).await?;
     backend
-        .js(tab, "document.getElementById('password').focus(); 'focused'")
+        .js(
+            tab,
+            "document.getElementById('password').focus(); 'focused'",
+        )
         .await?;
     backend
         .text(
