@@ -144,13 +144,26 @@ async fn the_person_sees_the_agent_act_stops_it_and_reads_what_it_did() -> Resul
         "{during} {quiet}"
     );
     assert!(
-        during["title"].as_str().unwrap_or("").contains("acting on this tab"),
+        during["title"]
+            .as_str()
+            .unwrap_or("")
+            .contains("acting on this tab"),
         "{during}"
     );
-    assert_eq!(page_eval(&browser, &page, SNAPSHOT).await?, before, "the page saw the sign");
-    assert_eq!(screenshot(&browser, &page).await?, shot_before, "a screenshot showed the sign");
+    assert_eq!(
+        page_eval(&browser, &page, SNAPSHOT).await?,
+        before,
+        "the page saw the sign"
+    );
+    assert_eq!(
+        screenshot(&browser, &page).await?,
+        shot_before,
+        "a screenshot showed the sign"
+    );
     let done = slow.await.expect("joined")?;
-    assert!(matches!(&done.outcome, Outcome::Result { result } if result.joined_text().contains("slow done")));
+    assert!(
+        matches!(&done.outcome, Outcome::Result { result } if result.joined_text().contains("slow done"))
+    );
     until("the sign to go after the command", WAIT, || async {
         Ok(sign(&popup, tab).await? == quiet)
     })
@@ -165,7 +178,10 @@ async fn the_person_sees_the_agent_act_stops_it_and_reads_what_it_did() -> Resul
         let backend = &backend;
         async move {
             backend
-                .js(tab, &format!("document.getElementById('{field}').focus(); 1"))
+                .js(
+                    tab,
+                    &format!("document.getElementById('{field}').focus(); 1"),
+                )
                 .await?;
             backend
                 .text(
@@ -219,15 +235,29 @@ async fn the_person_sees_the_agent_act_stops_it_and_reads_what_it_did() -> Resul
         assert!(r.paused, "the answer tells the backend: {r:?}");
     }
     until("the held key released", WAIT, || async {
-        Ok(page_eval(&browser, &page, "keys.at(-1).type === 'keyup' && keys.at(-1).key === 'a'").await? == true)
+        Ok(page_eval(
+            &browser,
+            &page,
+            "keys.at(-1).type === 'keyup' && keys.at(-1).key === 'a'",
+        )
+        .await?
+            == true)
     })
     .await?;
-    let down = page_eval(&browser, &page, "keys.filter((k) => k.type === 'keydown').length").await?;
+    let down = page_eval(
+        &browser,
+        &page,
+        "keys.filter((k) => k.type === 'keydown').length",
+    )
+    .await?;
     assert!(
         down.as_u64().unwrap_or(0) < 150,
         "hold_key kept going after Stop: {down} key downs"
     );
-    assert_eq!(page_eval(&browser, &page, "window.queuedRan ?? null").await?, Value::Null);
+    assert_eq!(
+        page_eval(&browser, &page, "window.queuedRan ?? null").await?,
+        Value::Null
+    );
     popup
         .wait_for("!document.querySelector('#resume').hidden", WAIT)
         .await?;
@@ -242,10 +272,16 @@ async fn the_person_sees_the_agent_act_stops_it_and_reads_what_it_did() -> Resul
             json!({"tabId": tab, "text": "window.pausedRan = true; 1"}),
         )
         .await?;
-    assert!(error_of(&refused).starts_with("Paused by the user"), "{refused:?}");
+    assert!(
+        error_of(&refused).starts_with("Paused by the user"),
+        "{refused:?}"
+    );
     assert!(error_of(&refused).contains("Resume"), "{refused:?}");
     assert!(refused.paused);
-    assert_eq!(page_eval(&browser, &page, "window.pausedRan ?? null").await?, Value::Null);
+    assert_eq!(
+        page_eval(&browser, &page, "window.pausedRan ?? null").await?,
+        Value::Null
+    );
     // The log is written in batches, off the commands' path: stored before the worker stops.
     let worker = browser.worker().await?;
     until("the log stored", WAIT, || async {
@@ -265,8 +301,14 @@ async fn the_person_sees_the_agent_act_stops_it_and_reads_what_it_did() -> Resul
             WAIT,
         )
         .await?;
-    assert!(error_of(&refused).starts_with("Paused by the user"), "after a restart: {refused:?}");
-    assert_eq!(page_eval(&browser, &page, "window.pausedRan ?? null").await?, Value::Null);
+    assert!(
+        error_of(&refused).starts_with("Paused by the user"),
+        "after a restart: {refused:?}"
+    );
+    assert_eq!(
+        page_eval(&browser, &page, "window.pausedRan ?? null").await?,
+        Value::Null
+    );
 
     // 5. The log after the restart: what ran, newest first, with outcomes; the password
     // masked, the email shown, every argument escaped.
@@ -288,11 +330,21 @@ async fn the_person_sees_the_agent_act_stops_it_and_reads_what_it_did() -> Resul
     let rows = rows.as_array().expect("rows").clone();
     let text = activity.eval("document.body.innerText").await?;
     let text = text.as_str().unwrap_or("");
-    assert!(!text.contains("hunter2"), "the log shows a typed password:\n{text}");
+    assert!(
+        !text.contains("hunter2"),
+        "the log shows a typed password:\n{text}"
+    );
     assert!(text.contains("\u{2022}\u{2022}\u{2022}\u{2022}"), "{text}");
     assert!(text.contains("me@example.com"), "{text}");
-    let outcomes: Vec<&str> = rows.iter().map(|r| r["outcome"].as_str().unwrap_or("")).collect();
-    assert_eq!(&outcomes[..4], ["paused", "paused", "stopped", "stopped"], "{rows:?}");
+    let outcomes: Vec<&str> = rows
+        .iter()
+        .map(|r| r["outcome"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(
+        &outcomes[..4],
+        ["paused", "paused", "stopped", "stopped"],
+        "{rows:?}"
+    );
     let tool_of = |r: &Value| r["cells"][2].as_str().unwrap_or("").to_string();
     let mut stopped = vec![tool_of(&rows[2]), tool_of(&rows[3])];
     stopped.sort();
@@ -311,8 +363,16 @@ async fn the_person_sees_the_agent_act_stops_it_and_reads_what_it_did() -> Resul
     popup
         .wait_for("!document.querySelector('#stop').hidden", WAIT)
         .await?;
-    assert_eq!(backend.js(tab, "window.pausedRan = 'after resume'; 2").await?, "2");
-    assert_eq!(page_eval(&browser, &page, "window.pausedRan").await?, "after resume");
+    assert_eq!(
+        backend
+            .js(tab, "window.pausedRan = 'after resume'; 2")
+            .await?,
+        "2"
+    );
+    assert_eq!(
+        page_eval(&browser, &page, "window.pausedRan").await?,
+        "after resume"
+    );
     assert_eq!(backend.status().await?["paused"], json!([]));
 
     // The shortcut's handler (what chrome.commands.onCommand calls; headless Chrome cannot
@@ -336,7 +396,10 @@ async fn the_person_sees_the_agent_act_stops_it_and_reads_what_it_did() -> Resul
         .await?;
     worker.detach().await?;
     let slow = slow.await.expect("joined")?;
-    assert!(error_of(&slow).starts_with("Stopped by the user"), "{slow:?}");
+    assert!(
+        error_of(&slow).starts_with("Stopped by the user"),
+        "{slow:?}"
+    );
     popup
         .wait_for("!document.querySelector('#resume').hidden", WAIT)
         .await?;
@@ -349,7 +412,10 @@ async fn the_person_sees_the_agent_act_stops_it_and_reads_what_it_did() -> Resul
     // Clear empties the log, and it stays empty.
     activity.click("#clear").await?;
     activity
-        .wait_for("document.querySelectorAll('#entries tr').length === 0", WAIT)
+        .wait_for(
+            "document.querySelectorAll('#entries tr').length === 0",
+            WAIT,
+        )
         .await?;
     let again = browser
         .open_page(&format!(
@@ -360,7 +426,9 @@ async fn the_person_sees_the_agent_act_stops_it_and_reads_what_it_did() -> Resul
     again
         .wait_for("document.body.dataset.ready === 'true'", WAIT)
         .await?;
-    let n = again.eval("document.querySelectorAll('#entries tr').length").await?;
+    let n = again
+        .eval("document.querySelectorAll('#entries tr').length")
+        .await?;
     assert_eq!(n, 0);
     Ok(())
 }

@@ -451,7 +451,10 @@ impl<'de> Deserialize<'de> for CommandResult {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let mut m = Map::<String, Value>::deserialize(d)?;
         let command_id = take(&mut m, "commandId")?;
-        let paused = m.remove("paused").and_then(|v| v.as_bool()).unwrap_or(false);
+        let paused = m
+            .remove("paused")
+            .and_then(|v| v.as_bool())
+            .unwrap_or(false);
         Ok(CommandResult {
             command_id,
             outcome: outcome_of(m)?,

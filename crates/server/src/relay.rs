@@ -673,7 +673,10 @@ impl Relay {
         }
         let waiter = state.pending.remove(&result.command_id).map(|p| p.waiter);
         if result.paused {
-            state.paused.entry(from.target.clone()).or_insert_with(unix_ms);
+            state
+                .paused
+                .entry(from.target.clone())
+                .or_insert_with(unix_ms);
         } else {
             state.paused.remove(&from.target);
         }

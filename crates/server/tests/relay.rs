@@ -111,7 +111,10 @@ async fn a_paused_browser_shows_in_the_status_until_it_answers_again() {
     assert_eq!(status(addr).await["paused"], json!([]));
     let request = json!({"tool": "tabs_context_mcp", "target": "agent-a"});
     let call = tokio::spawn(command(addr, request.clone()));
-    let id = next_frame(&mut ws).await["id"].as_str().unwrap().to_string();
+    let id = next_frame(&mut ws).await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let stopped = json!({"type": "result", "commandId": id, "error": "Stopped by the user: …", "paused": true});
     send(&mut ws, stopped).await;
     let (code, body) = call.await.unwrap();
@@ -124,7 +127,10 @@ async fn a_paused_browser_shows_in_the_status_until_it_answers_again() {
 
     // Resumed: the next answer carries no `paused`, and the status clears.
     let call = tokio::spawn(command(addr, request));
-    let id = next_frame(&mut ws).await["id"].as_str().unwrap().to_string();
+    let id = next_frame(&mut ws).await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let ok = json!({"type": "result", "commandId": id, "result": {"content": []}});
     send(&mut ws, ok).await;
     let (_, body) = call.await.unwrap();

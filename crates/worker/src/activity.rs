@@ -201,7 +201,8 @@ async fn clear_tab(tab: i32) -> Result<(), String> {
 /// navigates, so a tab showing the sign is shown again.
 pub fn tab_updated(tab: i32) {
     let kick = with(|s| {
-        s.shown_tabs.remove(&tab) && s.wanted.contains_key(&tab)
+        s.shown_tabs.remove(&tab)
+            && s.wanted.contains_key(&tab)
             && !std::mem::replace(&mut s.applying, true)
     });
     if kick {
@@ -225,10 +226,8 @@ async fn retitle(group: i32, mark: bool) -> Result<(), String> {
 
 /// A worker starting again takes down a sign its predecessor left up.
 pub async fn resume() {
-    let stored: Option<(Vec<i32>, Vec<i32>)> = storage::get(Area::Session, SHOWN_KEY)
-        .await
-        .ok()
-        .flatten();
+    let stored: Option<(Vec<i32>, Vec<i32>)> =
+        storage::get(Area::Session, SHOWN_KEY).await.ok().flatten();
     let Some((groups, tabs)) = stored else {
         return;
     };

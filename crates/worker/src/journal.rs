@@ -5,7 +5,6 @@
 //! activity page.
 
 use crate::chrome::storage::{self, Area};
-use crate::control::Halted;
 use crate::js::{log, now_ms, sleep_ms};
 use protocol::Outcome;
 use serde::{Deserialize, Serialize};
@@ -59,6 +58,14 @@ pub enum Via {
 /// A command's arguments as the log shows them: each argument's value cut short and escaped
 /// (made before the command runs, without writing out large values).
 pub struct Summary(Vec<(String, String)>);
+
+/// A command the person ended (Stop) or refused (paused); the log imports nothing of
+/// `control`, which sits above the tools that tell the log of secrets.
+#[derive(Clone, Copy)]
+pub enum Halted {
+    Stopped,
+    Paused,
+}
 
 /// A finished command.
 pub struct Done<'a> {
@@ -262,7 +269,10 @@ mod tests {
 
     #[test]
     fn escapes_control_and_invisible_characters_and_cuts_short() {
-        assert_eq!(escaped("a\nb\u{200b}c\u{202e}d\\", 100), "a\\nb\\u{200b}c\\u{202e}d\\\\");
+        assert_eq!(
+            escaped("a\nb\u{200b}c\u{202e}d\\", 100),
+            "a\\nb\\u{200b}c\\u{202e}d\\\\"
+        );
         assert_eq!(escaped("abcdef", 3), "abc…");
         assert_eq!(escaped("\u{7}é", 10), "\\u{7}é");
     }
@@ -271,19 +281,28 @@ mod tests {
     fn summaries_are_short_and_mask_typed_secrets() {
         let args = serde_json::json!({"tabId": 3, "action": "type", "text": "hunter2\u{200b}"});
         let s = summary("computer", args.as_object().unwrap());
-        assert_eq!(s.line(false), "action: \"type\", text: \"hunter2\\u{200b}\"");
+        assert_eq!(
+            s.line(false),
+            "action: \"type\", text: \"hunter2\\u{200b}\""
+        );
         let s = summary("computer", args.as_object().unwrap());
         assert_eq!(s.line(true), format!("action: \"type\", text: {MASK}"));
         let long = "x".repeat(10_000);
         let args = serde_json::json!({"text": long, "files": [1, 2], "o": {"a": 1}});
         let line = summary("t", args.as_object().unwrap()).line(false);
         assert!(line.chars().count() < 120, "{line}");
-        assert!(line.contains("[2 item(s)]") && line.contains("{1 field(s)}"), "{line}");
+        assert!(
+            line.contains("[2 item(s)]") && line.contains("{1 field(s)}"),
+            "{line}"
+        );
     }
 
     #[test]
     fn hosts_without_users_or_paths() {
-        assert_eq!(host_of("https://u:p@example.com:8080/a?b").as_deref(), Some("example.com:8080"));
+        assert_eq!(
+            host_of("https://u:p@example.com:8080/a?b").as_deref(),
+            Some("example.com:8080")
+        );
         assert_eq!(host_of("about:blank"), None);
         assert_eq!(host_of("http://127.0.0.1/x").as_deref(), Some("127.0.0.1"));
     }

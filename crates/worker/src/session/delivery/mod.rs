@@ -356,7 +356,7 @@ async fn run_command(cmd: Command, agent: Agent) {
         tab: tab_arg,
         args: summary,
         outcome: &outcome,
-        halted,
+        halted: halted.map(logged),
     });
     let result = CommandResult {
         command_id: cmd.id.clone(),
@@ -394,9 +394,16 @@ pub async fn execute(
         tab,
         args: summary,
         outcome: &outcome,
-        halted,
+        halted: halted.map(logged),
     });
     (outcome, halted.is_some())
+}
+
+fn logged(h: crate::control::Halted) -> crate::journal::Halted {
+    match h {
+        crate::control::Halted::Stopped => crate::journal::Halted::Stopped,
+        crate::control::Halted::Paused => crate::journal::Halted::Paused,
+    }
 }
 
 /// A command's outcome, or the person's reason it has none of its own.

@@ -120,7 +120,10 @@ pub async fn hold(tab: i32, text: &str, secs: f64) -> Result<String, String> {
     let hold_ms = secs * 1000.0;
     // What went down, released in reverse when this ends, however it ends (a command the
     // person stopped is dropped here: its keys are released then).
-    let mut down = Down { tab, keys: Vec::new() };
+    let mut down = Down {
+        tab,
+        keys: Vec::new(),
+    };
     let mut held = 0;
     let mut repeats = 0u32;
     let pressed: Result<(), String> = async {
@@ -208,10 +211,10 @@ pub async fn type_text(tab: i32, text: &str) -> Result<String, String> {
         json!({"expression": FOCUS_MAY_BE_SECRET, "returnByValue": true, "silent": true}),
     );
     let (secret, typed) = futures_util::future::join(probe, type_keys(tab, text)).await;
-    let known_plain = secret
-        .ok()
-        .and_then(|v| v.pointer("/result/value").and_then(serde_json::Value::as_bool))
-        == Some(false);
+    let known_plain = secret.ok().and_then(|v| {
+        v.pointer("/result/value")
+            .and_then(serde_json::Value::as_bool)
+    }) == Some(false);
     if !known_plain {
         crate::journal::mark_secret(tab);
     }
