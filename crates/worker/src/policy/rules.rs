@@ -1,55 +1,140 @@
 //! The policy's hosts as the browser's own request rules: chrome.declarativeNetRequest session
-//! rules naming the automation group's tabs (`tabIds`), so Chrome refuses a group tab's page or
-//! frame request outside them before it leaves, whoever started it (a command, a redirect, a
-//! link, a script, a person typing), with no debugger attached. Session rules outlive the
-//! worker; the tabs they name are refreshed at each worker start. A tab is named from when the
-//! worker sees it join the group (or be opened by a group tab), and before any command runs on
-//! it ([`cover`]).
+//! rules, so Chrome refuses a group tab's page or frame request outside them before it leaves,
+//! whoever started it (a command, a redirect, a link, a script, a person typing), with no
+//! debugger attached. Two sets, from the same `HostPolicy`:
+//! - the group's tabs by id (`tabIds`): a tab is named from when the worker sees it join the
+//!   group (or be opened by a group tab), and before any command runs on it ([`cover`]);
+//! - the tabs a group tab's page opens, before the worker can know them (a link with
+//!   `target=_blank` sends its first request before `chrome.tabs.onCreated` reaches the
+//!   worker): top-level requests that a page on a host the group's tabs show started, in any tab
+//!   not known to be someone else's (`excludedTabIds`: every tab outside the group the worker
+//!   knows of). A person's own tab that it catches (a ctrl+click in the person's tab on a site a
+//!   group tab also shows, before the new tab is known) is excluded and loaded again at once
+//!   ([`repair`]), so it never refuses a person's own navigation for longer than that.
+//! Session rules outlive the worker; the tabs they name are refreshed at each worker start.
 //!
-//! Rule ids [`FIRST_ID`].. and priorities [`BASE_PRIORITY`]..+2 are the backend's; the person's
-//! own site rules (issue 17) take higher priorities in the same rule set, so they win.
+//! Rule ids [`FIRST_ID`].. and [`OPENED_FIRST_ID`].., priorities [`BASE_PRIORITY`]..+2 are the
+//! backend's; the person's own site rules (issue 17) take higher priorities in the same rule
+//! set, so they win.
 
 use crate::chrome::declarative_net_request as dnr;
-use protocol::host_rules::MAX_PATTERNS;
+use crate::chrome::tabs::{self, Tab};
+use protocol::host_rules::{web_host, MAX_PATTERNS};
 use std::cell::RefCell;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
-/// The first id of the backend policy's rules (one rule per pattern, and one refusing all).
+/// The first id of the backend policy's rules for the group's tabs (one rule per pattern, and
+/// one refusing all).
 pub const FIRST_ID: u32 = 1_000;
 const LAST_ID: u32 = FIRST_ID + MAX_PATTERNS as u32;
+/// The first id of its rules for tabs a group tab's page opens (at most as many).
+pub const OPENED_FIRST_ID: u32 = 2_000;
+const OPENED_LAST_ID: u32 = OPENED_FIRST_ID + MAX_PATTERNS as u32 + 2;
 /// The backend policy's priorities: refuse all (by list) < allowed < blocked.
 pub const BASE_PRIORITY: u32 = 10;
 
 thread_local! {
-    /// The tabs the rules name.
-    static COVERED: RefCell<BTreeSet<i32>> = const { RefCell::new(BTreeSet::new()) };
+    /// The tabs the rules name, with the web host each shows (as far as the worker knows).
+    static COVERED: RefCell<BTreeMap<i32, Option<String>>> = const { RefCell::new(BTreeMap::new()) };
+    /// Tabs known to be outside the group: the rules for opened tabs leave them alone.
+    static OTHERS: RefCell<BTreeSet<i32>> = const { RefCell::new(BTreeSet::new()) };
+    /// The tabs whose refused navigation was loaded again (once each, in case another
+    /// extension's blocker refused it).
+    static REPAIRED: RefCell<HashSet<(i32, String)>> = RefCell::new(HashSet::new());
 }
 
 /// Whether the rules name the tab.
 pub fn covers(tab: i32) -> bool {
-    COVERED.with(|c| c.borrow().contains(&tab))
+    COVERED.with(|c| c.borrow().contains_key(&tab))
 }
 
-/// Writes the rules for the policy in force and the tabs covered, replacing the previous ones in
+/// Whether the tab is known to be outside the group (a person's).
+pub fn is_other(tab: i32) -> bool {
+    OTHERS.with(|o| o.borrow().contains(&tab))
+}
+
+/// The distinct web hosts the covered tabs show, sorted.
+fn initiators() -> Vec<String> {
+    COVERED.with(|c| {
+        c.borrow()
+            .values()
+            .flatten()
+            .cloned()
+            .collect::<BTreeSet<String>>()
+            .into_iter()
+            .collect()
+    })
+}
+
+/// The web host of a tab's address, as the browser's `initiatorDomains` takes it (IPv6
+/// addresses are left out: no initiator rule names them).
+fn host_shown(url: Option<&str>) -> Option<String> {
+    web_host(url?).flatten().filter(|h| !h.starts_with('['))
+}
+
+fn host_of(tab: &Tab) -> Option<String> {
+    // The address it is loading counts too: its page may open a tab as soon as it runs.
+    host_shown(tab.url.as_deref()).or_else(|| host_shown(tab.pending_url.as_deref()))
+}
+
+/// Writes the rules for the policy in force and the tabs known, replacing the previous ones in
 /// one step. Each call carries the whole state, made without an await before Chrome is asked,
 /// and Chrome takes one worker's calls in order: the last call made is the state in force.
 pub async fn apply() -> Result<(), String> {
-    let tabs: Vec<i32> = COVERED.with(|c| c.borrow().iter().copied().collect());
-    let rules = super::with_hosts(|h| h.dnr_rules(FIRST_ID, BASE_PRIORITY, &tabs));
-    let remove: Vec<u32> = (FIRST_ID..=LAST_ID).collect();
+    let tabs: Vec<i32> = COVERED.with(|c| c.borrow().keys().copied().collect());
+    let others: Vec<i32> = OTHERS.with(|o| o.borrow().iter().copied().collect());
+    let initiators = initiators();
+    let rules = super::with_hosts(|h| {
+        let mut rules = h.dnr_rules(FIRST_ID, BASE_PRIORITY, &tabs);
+        if !tabs.is_empty() {
+            rules.extend(h.dnr_opener_rules(
+                OPENED_FIRST_ID,
+                BASE_PRIORITY,
+                &initiators,
+                &others,
+            ));
+        }
+        rules
+    });
+    let remove: Vec<u32> = (FIRST_ID..=LAST_ID)
+        .chain(OPENED_FIRST_ID..=OPENED_LAST_ID)
+        .collect();
     dnr::update_session_rules(&remove, &rules).await
 }
 
-/// The tabs are named again from the group as it is (at worker start, and when a policy is set).
+fn apply_later() {
+    if super::with_hosts(|h| h.is_open()) {
+        return;
+    }
+    wasm_bindgen_futures::spawn_local(async {
+        if let Err(e) = apply().await {
+            crate::js::log(&format!("the URL policy's request rules: {e}"));
+        }
+    });
+}
+
+/// The tabs are named again from the browser as it is (at worker start, and when a policy is
+/// set): the group's tabs, and every other tab as someone else's.
 pub async fn refresh() -> Result<(), String> {
-    let tabs = match crate::group::find().await? {
-        Some(g) => crate::group::tabs_of(g).await?,
-        None => Vec::new(),
-    };
+    let group = crate::group::find().await?;
+    let all = tabs::query(&tabs::Query::default()).await?;
     COVERED.with(|c| {
         let mut c = c.borrow_mut();
         c.clear();
-        c.extend(tabs.iter().filter_map(|t| t.id));
+        c.extend(
+            all.iter()
+                .filter(|t| group.is_some_and(|g| t.group_id == g))
+                .filter_map(|t| Some((t.id?, host_of(t)))),
+        );
+    });
+    OTHERS.with(|o| {
+        let mut o = o.borrow_mut();
+        o.clear();
+        o.extend(
+            all.iter()
+                .filter_map(|t| t.id)
+                .filter(|id| !covers(*id)),
+        );
     });
     apply().await
 }
@@ -57,22 +142,105 @@ pub async fn refresh() -> Result<(), String> {
 /// Names the tab in the rules (it joined the group, or a group tab's page opened it); returns
 /// once Chrome has them. Cheap when it is named already.
 pub async fn cover(tab: i32) -> Result<(), String> {
-    if !COVERED.with(|c| c.borrow_mut().insert(tab)) {
+    OTHERS.with(|o| o.borrow_mut().remove(&tab));
+    if covers(tab) {
         return Ok(());
     }
+    COVERED.with(|c| c.borrow_mut().insert(tab, None));
     if super::with_hosts(|h| h.is_open()) {
         return Ok(());
     }
     apply().await
 }
 
-/// The tab closed or left the group.
-pub fn uncover(tab: i32) {
-    if COVERED.with(|c| c.borrow_mut().remove(&tab)) && !super::with_hosts(|h| h.is_open()) {
-        wasm_bindgen_futures::spawn_local(async {
-            if let Err(e) = apply().await {
-                crate::js::log(&format!("the URL policy's request rules: {e}"));
-            }
-        });
+/// A covered tab's address changed (`chrome.tabs.onUpdated`): the hosts whose pages' new tabs
+/// are held to the policy follow what the group's tabs show.
+pub fn shows(tab: &Tab) {
+    let Some(id) = tab.id else { return };
+    let host = host_of(tab);
+    let before = initiators();
+    let changed = COVERED.with(|c| match c.borrow_mut().get_mut(&id) {
+        Some(shown) if *shown != host && host.is_some() => {
+            *shown = host;
+            true
+        }
+        _ => false,
+    });
+    if changed && initiators() != before {
+        apply_later();
     }
+}
+
+/// The tab left the group, or was opened by someone else: someone else's from now.
+pub fn uncover(tab: i32) {
+    let was = COVERED.with(|c| c.borrow_mut().remove(&tab)).is_some();
+    let new = OTHERS.with(|o| o.borrow_mut().insert(tab));
+    if was || new {
+        apply_later();
+    }
+}
+
+/// A tab opened by a tab outside the group, or by no tab (`chrome.tabs.onCreated`): someone
+/// else's, unless it joined the group meanwhile.
+pub fn other(tab: i32) {
+    if covers(tab) {
+        return;
+    }
+    if OTHERS.with(|o| o.borrow_mut().insert(tab)) {
+        apply_later();
+    }
+}
+
+/// The tab closed: nothing of it is kept.
+pub fn closed(tab: i32) {
+    REPAIRED.with(|r| r.borrow_mut().retain(|(t, _)| *t != tab));
+    let was = COVERED.with(|c| c.borrow_mut().remove(&tab)).is_some();
+    if OTHERS.with(|o| o.borrow_mut().remove(&tab)) || was {
+        apply_later();
+    }
+}
+
+/// Whether anything is kept of the tab.
+pub fn holds(tab: i32) -> bool {
+    covers(tab)
+        || is_other(tab)
+        || REPAIRED.with(|r| r.borrow().iter().any(|(t, _)| *t == tab))
+}
+
+/// What a request rule's refusal of a tab the rules do not name was.
+pub enum Caught {
+    /// A tab a group tab's page opened: the policy's refusal, to report.
+    Opened,
+    /// Someone else's tab, caught before it was known: excluded and loaded again.
+    Repaired,
+    /// Not the policy's doing (another extension's blocker), or already loaded again once.
+    NotOurs,
+}
+
+/// A request rule refused a top-level page of a tab the rules do not name, on its way to `url`,
+/// a host the policy refuses: a tab a group tab opened is the policy's refusal; a tab someone
+/// else opened was caught by the rules for opened tabs before the worker knew it, and is
+/// excluded from them and sent to its address again.
+pub async fn repair(tab: i32, url: &str) -> Result<Caught, String> {
+    let t = tabs::get(tab).await?;
+    let group = crate::group::find().await?;
+    let in_group = group.is_some_and(|g| t.group_id == g);
+    let opened_by_group = t.opener_tab_id.is_some_and(covers);
+    if in_group || opened_by_group {
+        return Ok(Caught::Opened);
+    }
+    if !REPAIRED.with(|r| r.borrow_mut().insert((tab, url.to_string()))) {
+        return Ok(Caught::NotOurs);
+    }
+    OTHERS.with(|o| o.borrow_mut().insert(tab));
+    apply().await?;
+    tabs::update(
+        tab,
+        &tabs::UpdateProperties {
+            url: Some(url),
+            ..Default::default()
+        },
+    )
+    .await?;
+    Ok(Caught::Repaired)
 }
