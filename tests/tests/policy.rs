@@ -361,51 +361,38 @@ async fn a_tab_a_group_page_opens_is_held_to_the_policy_from_its_first_request()
     let worker = browser.worker().await?;
     set_policy(&backend, json!({"allowedHosts": ["127.0.0.1"]})).await?;
 
-    // Tabs other than these are closed after each attempt.
-    let keep = |ids: &[i64]| {
-        format!(
-            "chrome.tabs.query({{}}).then(ts => Promise.all(ts.filter(t => !{ids:?}.includes(t.id)).map(t => chrome.tabs.remove(t.id)))).then(() => true)"
-        )
-    };
     let attempts = 10;
     let mut reached = Vec::new();
     for i in 0..attempts {
         let marker = format!("?blank-{i}");
-        backend
-            .navigate(tab, &with_link(&away(&format!("hello.html{marker}"))))
-            .await?;
-        let link = ref_of(&backend, tab, "Open in a new tab link", "Open in a new tab").await?;
-        backend
-            .text(
-                "computer",
-                json!({"tabId": tab, "action": "left_click", "ref": link}),
-            )
-            .await?;
-        let refused_now = || async {
-            Ok::<bool, Error>(pending(&worker).await?.iter().any(|c| {
-                c["type"] == "navigation_refused"
-                    && c["url"].as_str().is_some_and(|u| u.contains(&marker))
-            }))
-        };
-        until("the new tab refused or its request sent", WAIT, || async {
-            Ok(asked(&fixtures, &refused, &marker) || refused_now().await?)
-        })
-        .await?;
-        if asked(&fixtures, &refused, &marker) {
+        let to = away(&format!("hello.html{marker}"));
+        if opened_from_link(&backend, &worker, &fixtures, tab, &with_link(&to), &marker).await? {
             reached.push(i);
         }
-        worker.eval(&keep(&[tab])).await?;
     }
     assert!(
         reached.is_empty(),
         "{} of {attempts} new tabs reached the refused host: attempts {reached:?}",
         reached.len()
     );
+    // A blocked list: the same, with a trailing dot too (the browser's own domain matching).
+    set_policy(&backend, json!({"blockedHosts": ["localhost"]})).await?;
+    for (to, marker) in [
+        (away("hello.html?blocked-blank"), "?blocked-blank"),
+        (
+            format!("http://localhost.:{port}/hello.html?dot-blank"),
+            "?dot-blank",
+        ),
+    ] {
+        let reached =
+            opened_from_link(&backend, &worker, &fixtures, tab, &with_link(&to), marker).await?;
+        assert!(!reached, "{to} reached the server");
+    }
 
     // A person's tab on the same site: its own link loads, and a new tab it opens, caught by the
     // rules before the worker knew it, is loaded again and never reported as the policy's.
     let person = browser
-        .open_page(&with_link(&away("hello.html?person-same")))
+        .open_window(&with_link(&away("hello.html?person-same")))
         .await?;
     person.click("#away").await?;
     until("the person's link loaded", WAIT, || async {
@@ -413,7 +400,7 @@ async fn a_tab_a_group_page_opens_is_held_to_the_policy_from_its_first_request()
     })
     .await?;
     let person = browser
-        .open_page(&with_link(&away("hello.html?person-blank")))
+        .open_window(&with_link(&away("hello.html?person-blank")))
         .await?;
     person.click("#blank").await?;
     until("the person's new tab loaded", WAIT, || async {
@@ -428,24 +415,11 @@ async fn a_tab_a_group_page_opens_is_held_to_the_policy_from_its_first_request()
         "a person's navigation reported as refused: {changes:?}"
     );
     // The group tab's new tabs are still refused after all that.
-    backend
-        .navigate(tab, &with_link(&away("hello.html?blank-after")))
-        .await?;
-    let link = ref_of(&backend, tab, "Open in a new tab link", "Open in a new tab").await?;
-    backend
-        .text(
-            "computer",
-            json!({"tabId": tab, "action": "left_click", "ref": link}),
-        )
-        .await?;
-    until("the last new tab refused", WAIT, || async {
-        Ok(pending(&worker).await?.iter().any(|c| {
-            c["type"] == "navigation_refused"
-                && c["url"].as_str().is_some_and(|u| u.contains("?blank-after"))
-        }))
-    })
-    .await?;
-    assert!(!asked(&fixtures, &refused, "?blank-after"));
+    let to = away("hello.html?blank-after");
+    let reached =
+        opened_from_link(&backend, &worker, &fixtures, tab, &with_link(&to), "?blank-after")
+            .await?;
+    assert!(!reached, "{to} reached the server");
 
     // The state report's policy marker: the policy's, 16 hex digits. The browser empties its
     // session storage when it quits, and the policy with it: the marker says so (a worker that
@@ -469,12 +443,49 @@ async fn a_tab_a_group_page_opens_is_held_to_the_policy_from_its_first_request()
         Ok(marker(&backend).await? == Value::Null)
     })
     .await?;
-    set_policy(&backend, json!({"allowedHosts": ["127.0.0.1"]})).await?;
+    set_policy(&backend, json!({"blockedHosts": ["localhost"]})).await?;
     assert_eq!(marker(&backend).await?, set, "the same policy, the same marker");
     set_policy(&backend, json!({})).await?;
     let open = marker(&backend).await?;
     assert!(open.is_string() && open != set, "{open}");
     Ok(())
+}
+
+/// Opens `start` in the group tab and clicks its `target=_blank` link, whose address carries
+/// `marker`; waits until the new tab's navigation is refused or its request reaches the
+/// fixture server, and answers whether it reached it. The other tabs are closed afterwards.
+async fn opened_from_link(
+    backend: &Backend,
+    worker: &Session,
+    fixtures: &FixtureServer,
+    tab: i64,
+    start: &str,
+    marker: &str,
+) -> Result<bool> {
+    backend.navigate(tab, start).await?;
+    let link = ref_of(backend, tab, "Open in a new tab link", "Open in a new tab").await?;
+    backend
+        .text(
+            "computer",
+            json!({"tabId": tab, "action": "left_click", "ref": link}),
+        )
+        .await?;
+    let reached = || fixtures.requests().iter().any(|r| r.contains(marker));
+    until("the new tab refused or its request sent", WAIT, || async {
+        Ok(reached()
+            || pending(worker).await?.iter().any(|c| {
+                c["type"] == "navigation_refused"
+                    && c["url"].as_str().is_some_and(|u| u.contains(marker))
+            }))
+    })
+    .await?;
+    let reached = reached();
+    worker
+        .eval(&format!(
+            "chrome.tabs.query({{}}).then(ts => Promise.all(ts.filter(t => t.id !== {tab}).map(t => chrome.tabs.remove(t.id)))).then(() => true)"
+        ))
+        .await?;
+    Ok(reached)
 }
 
 /// The policy marker of a state report (`browser_state`'s `policy`).
