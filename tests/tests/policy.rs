@@ -402,11 +402,23 @@ async fn a_tab_a_group_page_opens_is_held_to_the_policy_from_its_first_request()
     let person = browser
         .open_window(&with_link(&away("hello.html?person-blank")))
         .await?;
+    // Which navigations a request rule refused, as the worker hears of them.
+    worker
+        .eval("self.refusedForTest = []; chrome.webNavigation.onErrorOccurred.addListener((d) => self.refusedForTest.push(d.url)); true")
+        .await?;
     person.click("#blank").await?;
     until("the person's new tab loaded", WAIT, || async {
         Ok(asked(&fixtures, &refused, "?person-blank"))
     })
     .await?;
+    // It was caught (its first request refused before the worker knew the tab), then loaded.
+    let caught = worker.eval("self.refusedForTest").await?;
+    assert!(
+        caught
+            .as_array()
+            .is_some_and(|c| c.iter().any(|u| u.as_str().is_some_and(|u| u.contains("?person-blank")))),
+        "the person's new tab was not caught by the rules, so its repair went untested: {caught}"
+    );
     let changes = pending(&worker).await?;
     assert!(
         !changes
