@@ -414,9 +414,9 @@ async fn a_tab_a_group_page_opens_is_held_to_the_policy_from_its_first_request()
     // It was caught (its first request refused before the worker knew the tab), then loaded.
     let caught = worker.eval("self.refusedForTest").await?;
     assert!(
-        caught
-            .as_array()
-            .is_some_and(|c| c.iter().any(|u| u.as_str().is_some_and(|u| u.contains("?person-blank")))),
+        caught.as_array().is_some_and(|c| c
+            .iter()
+            .any(|u| u.as_str().is_some_and(|u| u.contains("?person-blank")))),
         "the person's new tab was not caught by the rules, so its repair went untested: {caught}"
     );
     let changes = pending(&worker).await?;
@@ -428,9 +428,15 @@ async fn a_tab_a_group_page_opens_is_held_to_the_policy_from_its_first_request()
     );
     // The group tab's new tabs are still refused after all that.
     let to = away("hello.html?blank-after");
-    let reached =
-        opened_from_link(&backend, &worker, &fixtures, tab, &with_link(&to), "?blank-after")
-            .await?;
+    let reached = opened_from_link(
+        &backend,
+        &worker,
+        &fixtures,
+        tab,
+        &with_link(&to),
+        "?blank-after",
+    )
+    .await?;
     assert!(!reached, "{to} reached the server");
 
     // The state report's policy marker: the policy's, 16 hex digits. The browser empties its
@@ -456,7 +462,11 @@ async fn a_tab_a_group_page_opens_is_held_to_the_policy_from_its_first_request()
     })
     .await?;
     set_policy(&backend, json!({"blockedHosts": ["localhost"]})).await?;
-    assert_eq!(marker(&backend).await?, set, "the same policy, the same marker");
+    assert_eq!(
+        marker(&backend).await?,
+        set,
+        "the same policy, the same marker"
+    );
     set_policy(&backend, json!({})).await?;
     let open = marker(&backend).await?;
     assert!(open.is_string() && open != set, "{open}");
@@ -505,7 +515,10 @@ async fn marker(backend: &Backend) -> Result<Value> {
     let text = backend.text("browser_state", json!({})).await?;
     let state: Value = serde_json::from_str(&text)
         .map_err(|e| Error::new(format!("browser_state answered {text}: {e}")))?;
-    Ok(state.get("policy").cloned().ok_or_else(|| Error::new(format!("no policy marker in {text}")))?)
+    state
+        .get("policy")
+        .cloned()
+        .ok_or_else(|| Error::new(format!("no policy marker in {text}")))
 }
 
 /// Issue 16's dialogs and downloads: "dismiss" and "accept" answer a dialog at once (the call it
@@ -718,12 +731,21 @@ async fn dialogs_and_downloads_are_answered_and_reported_by_the_policy() -> Resu
         }
     };
     say("While idle?").await?;
-    until("the dialog answered while idle", WAIT, || reported("While idle?")).await?;
+    until("the dialog answered while idle", WAIT, || {
+        reported("While idle?")
+    })
+    .await?;
     // Several idle periods later, no command since: still attached, and answered again.
     tokio::time::sleep(Duration::from_millis(3_000)).await;
-    assert!(attached(true).await?, "an idle group tab detached while the policy answers dialogs");
+    assert!(
+        attached(true).await?,
+        "an idle group tab detached while the policy answers dialogs"
+    );
     say("Still?").await?;
-    until("the dialog answered after idle periods", WAIT, || reported("Still?")).await?;
+    until("the dialog answered after idle periods", WAIT, || {
+        reported("Still?")
+    })
+    .await?;
     assert_eq!(backend.js(tab, "window.answered").await?, "false");
     // Asking again (dialogs wait for handle_dialog): idle tabs are detached as before.
     set_policy(&backend, json!({})).await?;

@@ -334,7 +334,8 @@ impl HostPolicy {
             Kind::Address => !p.host.starts_with('['),
             Kind::Subdomains => false,
         };
-        let regex = |p: &HostPattern| json!({"regexFilter": p.regex(), "isUrlFilterCaseSensitive": false});
+        let regex =
+            |p: &HostPattern| json!({"regexFilter": p.regex(), "isUrlFilterCaseSensitive": false});
         if let Some(allowed) = &self.allowed {
             let domains: Vec<&str> = allowed
                 .iter()
@@ -357,7 +358,11 @@ impl HostPolicy {
             .map(|p| p.host.as_str())
             .collect();
         if !domains.is_empty() {
-            rule(base_priority + 2, "block", json!({"requestDomains": domains}));
+            rule(
+                base_priority + 2,
+                "block",
+                json!({"requestDomains": domains}),
+            );
         }
         for p in self.blocked.iter().filter(|p| !by_domain(p)) {
             rule(base_priority + 2, "block", regex(p));
@@ -872,12 +877,26 @@ mod tests {
         ] {
             let initiators = vec!["group.test".to_string(), "127.0.0.1".to_string()];
             let rules = p.dnr_opener_rules(2000, 10, &initiators, &[4, 5]);
-            assert!(rules.iter().all(|r| r["condition"]["resourceTypes"] == json!(["main_frame"])
-                && r["condition"]["excludedTabIds"] == json!([4, 5])
-                && r["condition"]["initiatorDomains"] == json!(initiators)));
-            let regexes = rules.iter().filter(|r| r["condition"].get("regexFilter").is_some()).count();
-            let narrow = p.allowed.iter().flatten().chain(&p.blocked).filter(|x| x.kind == Kind::Subdomains || x.host.starts_with('[')).count();
-            assert_eq!(regexes, narrow, "regular expressions only for *. patterns and IPv6");
+            assert!(rules
+                .iter()
+                .all(|r| r["condition"]["resourceTypes"] == json!(["main_frame"])
+                    && r["condition"]["excludedTabIds"] == json!([4, 5])
+                    && r["condition"]["initiatorDomains"] == json!(initiators)));
+            let regexes = rules
+                .iter()
+                .filter(|r| r["condition"].get("regexFilter").is_some())
+                .count();
+            let narrow = p
+                .allowed
+                .iter()
+                .flatten()
+                .chain(&p.blocked)
+                .filter(|x| x.kind == Kind::Subdomains || x.host.starts_with('['))
+                .count();
+            assert_eq!(
+                regexes, narrow,
+                "regular expressions only for *. patterns and IPv6"
+            );
             let blocked = |url: &str, initiator: &str, tab: i32| -> bool {
                 let host = match web_host(url) {
                     Some(Some(h)) => h,
@@ -888,14 +907,28 @@ mod tests {
                     .filter(|r| {
                         let c = &r["condition"];
                         domain_match(initiator, &c["initiatorDomains"])
-                            && !c["excludedTabIds"].as_array().is_some_and(|t| t.contains(&json!(tab)))
-                            && c.get("requestDomains").is_none_or(|d| domain_match(&host, d))
-                            && !c.get("excludedRequestDomains").is_some_and(|d| domain_match(&host, d))
+                            && !c["excludedTabIds"]
+                                .as_array()
+                                .is_some_and(|t| t.contains(&json!(tab)))
+                            && c.get("requestDomains")
+                                .is_none_or(|d| domain_match(&host, d))
+                            && !c
+                                .get("excludedRequestDomains")
+                                .is_some_and(|d| domain_match(&host, d))
                             && c["regexFilter"].as_str().is_none_or(|re| {
-                                regex::RegexBuilder::new(re).case_insensitive(true).build().unwrap().is_match(url)
+                                regex::RegexBuilder::new(re)
+                                    .case_insensitive(true)
+                                    .build()
+                                    .unwrap()
+                                    .is_match(url)
                             })
                     })
-                    .map(|r| (r["priority"].as_u64().unwrap(), r["action"]["type"] == "block"))
+                    .map(|r| {
+                        (
+                            r["priority"].as_u64().unwrap(),
+                            r["action"]["type"] == "block",
+                        )
+                    })
                     .collect();
                 let Some(top) = matching.iter().map(|m| m.0).max() else {
                     return false;
@@ -930,14 +963,26 @@ mod tests {
                         "{url} opened from {initiator}: the rules and the policy disagree ({p:?})"
                     );
                 }
-                assert!(!blocked(url, "group.test", 4), "{url}: an excluded tab is touched");
-                assert!(!blocked(url, "person.test", 9), "{url}: another site's request is touched");
+                assert!(
+                    !blocked(url, "group.test", 4),
+                    "{url}: an excluded tab is touched"
+                );
+                assert!(
+                    !blocked(url, "person.test", 9),
+                    "{url}: another site's request is touched"
+                );
             }
         }
         let p = policy(Some(&["example.com"]), &[]);
         assert!(p.dnr_opener_rules(1, 1, &[], &[]).is_empty());
-        assert!(policy(None, &[]).dnr_opener_rules(1, 1, &["a.test".into()], &[]).is_empty());
+        assert!(policy(None, &[])
+            .dnr_opener_rules(1, 1, &["a.test".into()], &[])
+            .is_empty());
         // No excluded tabs: the key is left out (the browser refuses an empty list).
-        assert!(p.dnr_opener_rules(1, 1, &["a.test".into()], &[])[0]["condition"].get("excludedTabIds").is_none());
+        assert!(
+            p.dnr_opener_rules(1, 1, &["a.test".into()], &[])[0]["condition"]
+                .get("excludedTabIds")
+                .is_none()
+        );
     }
 }

@@ -30,7 +30,8 @@ pub const MAX_COMMAND_BODY: usize = protocol::MAX_COMMAND_BYTES - ENVELOPE;
 const ENVELOPE: usize = 4 << 10;
 const _: () = assert!(ENVELOPE > protocol::MAX_ID_CHARS + 64);
 // file_upload's largest valid command: its files as base64, 20 names and types, the keys.
-const _: () = assert!(protocol::FILE_UPLOAD_MAX_BYTES.div_ceil(3) * 4 + (64 << 10) < MAX_COMMAND_BODY);
+const _: () =
+    assert!(protocol::FILE_UPLOAD_MAX_BYTES.div_ceil(3) * 4 + (64 << 10) < MAX_COMMAND_BODY);
 
 /// An API failure: a status and a message, sent as `{"error": message}`.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -11,6 +11,7 @@
 //!   knows of). A person's own tab that it catches (a ctrl+click in the person's tab on a site a
 //!   group tab also shows, before the new tab is known) is excluded and loaded again at once
 //!   ([`repair`]), so it never refuses a person's own navigation for longer than that.
+//!
 //! Session rules outlive the worker; the tabs they name are refreshed at each worker start.
 //!
 //! Rule ids [`FIRST_ID`].. and [`OPENED_FIRST_ID`].., priorities [`BASE_PRIORITY`]..+2 are the
@@ -87,12 +88,7 @@ pub async fn apply() -> Result<(), String> {
     let rules = super::with_hosts(|h| {
         let mut rules = h.dnr_rules(FIRST_ID, BASE_PRIORITY, &tabs);
         if !tabs.is_empty() {
-            rules.extend(h.dnr_opener_rules(
-                OPENED_FIRST_ID,
-                BASE_PRIORITY,
-                &initiators,
-                &others,
-            ));
+            rules.extend(h.dnr_opener_rules(OPENED_FIRST_ID, BASE_PRIORITY, &initiators, &others));
         }
         rules
     });
@@ -130,11 +126,7 @@ pub async fn refresh() -> Result<(), String> {
     OTHERS.with(|o| {
         let mut o = o.borrow_mut();
         o.clear();
-        o.extend(
-            all.iter()
-                .filter_map(|t| t.id)
-                .filter(|id| !covers(*id)),
-        );
+        o.extend(all.iter().filter_map(|t| t.id).filter(|id| !covers(*id)));
     });
     apply().await
 }
@@ -202,9 +194,7 @@ pub fn closed(tab: i32) {
 
 /// Whether anything is kept of the tab.
 pub fn holds(tab: i32) -> bool {
-    covers(tab)
-        || is_other(tab)
-        || REPAIRED.with(|r| r.borrow().iter().any(|(t, _)| *t == tab))
+    covers(tab) || is_other(tab) || REPAIRED.with(|r| r.borrow().iter().any(|(t, _)| *t == tab))
 }
 
 /// What a request rule's refusal of a tab the rules do not name was.
