@@ -22,7 +22,6 @@ use crate::chrome::declarative_net_request as dnr;
 use crate::chrome::tabs::{self, Tab};
 use protocol::host_rules::{web_host, MAX_PATTERNS};
 use std::cell::RefCell;
-use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 /// The first id of the backend policy's rules for the group's tabs (one rule per pattern, and
 /// one refusing all).
@@ -36,35 +35,68 @@ pub const BASE_PRIORITY: u32 = 10;
 
 thread_local! {
     /// The tabs the rules name, with the web host each shows (as far as the worker knows).
-    static COVERED: RefCell<BTreeMap<i32, Option<String>>> = const { RefCell::new(BTreeMap::new()) };
+    /// Plain lists (a few tabs; the worker's size counts more than lookups in them).
+    static COVERED: RefCell<Vec<(i32, Option<String>)>> = const { RefCell::new(Vec::new()) };
     /// Tabs known to be outside the group: the rules for opened tabs leave them alone.
-    static OTHERS: RefCell<BTreeSet<i32>> = const { RefCell::new(BTreeSet::new()) };
+    static OTHERS: RefCell<Vec<i32>> = const { RefCell::new(Vec::new()) };
     /// The tabs whose refused navigation was loaded again (once each, in case another
     /// extension's blocker refused it).
-    static REPAIRED: RefCell<HashSet<(i32, String)>> = RefCell::new(HashSet::new());
+    static REPAIRED: RefCell<Vec<(i32, String)>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Whether the rules name the tab.
 pub fn covers(tab: i32) -> bool {
-    COVERED.with(|c| c.borrow().contains_key(&tab))
+    COVERED.with(|c| c.borrow().iter().any(|(t, _)| *t == tab))
 }
 
 /// Whether the tab is known to be outside the group (a person's).
 pub fn is_other(tab: i32) -> bool {
-    OTHERS.with(|o| o.borrow().contains(&tab))
+    OTHERS.with(|o| o.borrow().binary_search(&tab).is_ok())
+}
+
+/// Adds the tab to the others (kept sorted); whether it was new.
+fn add_other(tab: i32) -> bool {
+    OTHERS.with(|o| {
+        let mut o = o.borrow_mut();
+        match o.binary_search(&tab) {
+            Ok(_) => false,
+            Err(at) => {
+                o.insert(at, tab);
+                true
+            }
+        }
+    })
+}
+
+fn remove_other(tab: i32) -> bool {
+    OTHERS.with(|o| {
+        let mut o = o.borrow_mut();
+        match o.binary_search(&tab) {
+            Ok(at) => {
+                o.remove(at);
+                true
+            }
+            Err(_) => false,
+        }
+    })
+}
+
+fn remove_covered(tab: i32) -> bool {
+    COVERED.with(|c| {
+        let mut c = c.borrow_mut();
+        let before = c.len();
+        c.retain(|(t, _)| *t != tab);
+        c.len() != before
+    })
 }
 
 /// The distinct web hosts the covered tabs show, sorted.
 fn initiators() -> Vec<String> {
-    COVERED.with(|c| {
-        c.borrow()
-            .values()
-            .flatten()
-            .cloned()
-            .collect::<BTreeSet<String>>()
-            .into_iter()
-            .collect()
-    })
+    let mut hosts: Vec<String> =
+        COVERED.with(|c| c.borrow().iter().filter_map(|(_, h)| h.clone()).collect());
+    hosts.sort_unstable();
+    hosts.dedup();
+    hosts
 }
 
 /// The web host of a tab's address, as the browser's `initiatorDomains` takes it (IPv6
@@ -82,8 +114,8 @@ fn host_of(tab: &Tab) -> Option<String> {
 /// one step. Each call carries the whole state, made without an await before Chrome is asked,
 /// and Chrome takes one worker's calls in order: the last call made is the state in force.
 pub async fn apply() -> Result<(), String> {
-    let tabs: Vec<i32> = COVERED.with(|c| c.borrow().keys().copied().collect());
-    let others: Vec<i32> = OTHERS.with(|o| o.borrow().iter().copied().collect());
+    let tabs: Vec<i32> = COVERED.with(|c| c.borrow().iter().map(|(t, _)| *t).collect());
+    let others: Vec<i32> = OTHERS.with(|o| o.borrow().clone());
     let initiators = initiators();
     let rules = super::with_hosts(|h| {
         let mut rules = h.dnr_rules(FIRST_ID, BASE_PRIORITY, &tabs);
@@ -114,31 +146,30 @@ fn apply_later() {
 pub async fn refresh() -> Result<(), String> {
     let group = crate::group::find().await?;
     let all = tabs::query(&tabs::Query::default()).await?;
-    COVERED.with(|c| {
-        let mut c = c.borrow_mut();
-        c.clear();
-        c.extend(
-            all.iter()
-                .filter(|t| group.is_some_and(|g| t.group_id == g))
-                .filter_map(|t| Some((t.id?, host_of(t)))),
-        );
-    });
-    OTHERS.with(|o| {
-        let mut o = o.borrow_mut();
-        o.clear();
-        o.extend(all.iter().filter_map(|t| t.id).filter(|id| !covers(*id)));
-    });
+    let covered: Vec<(i32, Option<String>)> = all
+        .iter()
+        .filter(|t| group.is_some_and(|g| t.group_id == g))
+        .filter_map(|t| Some((t.id?, host_of(t))))
+        .collect();
+    let mut others: Vec<i32> = all
+        .iter()
+        .filter_map(|t| t.id)
+        .filter(|id| !covered.iter().any(|(t, _)| t == id))
+        .collect();
+    others.sort_unstable();
+    COVERED.with(|c| *c.borrow_mut() = covered);
+    OTHERS.with(|o| *o.borrow_mut() = others);
     apply().await
 }
 
 /// Names the tab in the rules (it joined the group, or a group tab's page opened it); returns
 /// once Chrome has them. Cheap when it is named already.
 pub async fn cover(tab: i32) -> Result<(), String> {
-    OTHERS.with(|o| o.borrow_mut().remove(&tab));
+    remove_other(tab);
     if covers(tab) {
         return Ok(());
     }
-    COVERED.with(|c| c.borrow_mut().insert(tab, None));
+    COVERED.with(|c| c.borrow_mut().push((tab, None)));
     if super::with_hosts(|h| h.is_open()) {
         return Ok(());
     }
@@ -151,13 +182,15 @@ pub fn shows(tab: &Tab) {
     let Some(id) = tab.id else { return };
     let host = host_of(tab);
     let before = initiators();
-    let changed = COVERED.with(|c| match c.borrow_mut().get_mut(&id) {
-        Some(shown) if *shown != host && host.is_some() => {
-            *shown = host;
-            true
-        }
-        _ => false,
-    });
+    let changed = COVERED.with(
+        |c| match c.borrow_mut().iter_mut().find(|(t, _)| *t == id) {
+            Some((_, shown)) if *shown != host && host.is_some() => {
+                *shown = host;
+                true
+            }
+            _ => false,
+        },
+    );
     if changed && initiators() != before {
         apply_later();
     }
@@ -165,8 +198,8 @@ pub fn shows(tab: &Tab) {
 
 /// The tab left the group, or was opened by someone else: someone else's from now.
 pub fn uncover(tab: i32) {
-    let was = COVERED.with(|c| c.borrow_mut().remove(&tab)).is_some();
-    let new = OTHERS.with(|o| o.borrow_mut().insert(tab));
+    let was = remove_covered(tab);
+    let new = add_other(tab);
     if was || new {
         apply_later();
     }
@@ -178,7 +211,7 @@ pub fn other(tab: i32) {
     if covers(tab) {
         return;
     }
-    if OTHERS.with(|o| o.borrow_mut().insert(tab)) {
+    if add_other(tab) {
         apply_later();
     }
 }
@@ -186,8 +219,8 @@ pub fn other(tab: i32) {
 /// The tab closed: nothing of it is kept.
 pub fn closed(tab: i32) {
     REPAIRED.with(|r| r.borrow_mut().retain(|(t, _)| *t != tab));
-    let was = COVERED.with(|c| c.borrow_mut().remove(&tab)).is_some();
-    if OTHERS.with(|o| o.borrow_mut().remove(&tab)) || was {
+    let was = remove_covered(tab);
+    if remove_other(tab) || was {
         apply_later();
     }
 }
@@ -219,10 +252,11 @@ pub async fn repair(tab: i32, url: &str) -> Result<Caught, String> {
     if in_group || opened_by_group {
         return Ok(Caught::Opened);
     }
-    if !REPAIRED.with(|r| r.borrow_mut().insert((tab, url.to_string()))) {
+    if REPAIRED.with(|r| r.borrow().iter().any(|(t, u)| *t == tab && u == url)) {
         return Ok(Caught::NotOurs);
     }
-    OTHERS.with(|o| o.borrow_mut().insert(tab));
+    REPAIRED.with(|r| r.borrow_mut().push((tab, url.to_string())));
+    add_other(tab);
     apply().await?;
     tabs::update(
         tab,
