@@ -42,6 +42,9 @@ thread_local! {
     /// The tabs whose refused navigation was loaded again (once each, in case another
     /// extension's blocker refused it).
     static REPAIRED: RefCell<Vec<(i32, String)>> = const { RefCell::new(Vec::new()) };
+    /// The last tabs that closed (Chrome never reuses a tab id in a session): an event that
+    /// comes after `onRemoved` (the group change of a closing tab) does not list them again.
+    static CLOSED: RefCell<Vec<i32>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Whether the rules name the tab.
@@ -54,8 +57,14 @@ pub fn is_other(tab: i32) -> bool {
     OTHERS.with(|o| o.borrow().binary_search(&tab).is_ok())
 }
 
-/// Adds the tab to the others (kept sorted); whether it was new.
+/// At most this many closed tabs are remembered.
+const CLOSED_KEPT: usize = 64;
+
+/// Adds the tab to the others (kept sorted); whether it was new. A closed tab is not.
 fn add_other(tab: i32) -> bool {
+    if CLOSED.with(|c| c.borrow().contains(&tab)) {
+        return false;
+    }
     OTHERS.with(|o| {
         let mut o = o.borrow_mut();
         match o.binary_search(&tab) {
@@ -218,6 +227,13 @@ pub fn other(tab: i32) {
 
 /// The tab closed: nothing of it is kept.
 pub fn closed(tab: i32) {
+    CLOSED.with(|c| {
+        let mut c = c.borrow_mut();
+        if c.len() == CLOSED_KEPT {
+            c.remove(0);
+        }
+        c.push(tab);
+    });
     REPAIRED.with(|r| r.borrow_mut().retain(|(t, _)| *t != tab));
     let was = remove_covered(tab);
     if remove_other(tab) || was {
