@@ -588,9 +588,22 @@ impl Browser {
 
     /// Open a new tab at `url`, attach to it and wait until it has loaded.
     pub async fn open_page(&self, url: &str) -> Result<Page> {
+        self.open_page_with(url, false).await
+    }
+
+    /// [`open_page`](Self::open_page) in a window of its own: a person's tab, which Chrome does
+    /// not put in a tab group of the window it would otherwise open next to.
+    pub async fn open_window(&self, url: &str) -> Result<Page> {
+        self.open_page_with(url, true).await
+    }
+
+    async fn open_page_with(&self, url: &str, new_window: bool) -> Result<Page> {
         let created = self
             .cdp
-            .call("Target.createTarget", json!({ "url": url }))
+            .call(
+                "Target.createTarget",
+                json!({ "url": url, "newWindow": new_window }),
+            )
             .await
             .map_err(|e| e.context(format!("opening {url}")))?;
         let target_id = str_field(&created, "targetId")?;

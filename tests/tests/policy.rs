@@ -337,6 +337,190 @@ async fn the_url_policy_refuses_hosts_before_their_requests_leave() -> Result<()
     Ok(())
 }
 
+/// A link with `target=_blank` on a group page opens a tab whose first request leaves before
+/// the worker can know the tab: the rules for tabs a group tab's page opens refuse it all the
+/// same (each of ten attempts), and report it. A person's own tab on the same site is not held
+/// to the policy: its link loads, and a new tab it opens that those rules caught before the
+/// worker knew it is loaded again at once.
+#[tokio::test]
+async fn a_tab_a_group_page_opens_is_held_to_the_policy_from_its_first_request() -> Result<()> {
+    let (fixtures, backend, browser) = connected().await?;
+    let (tab, _) = backend.first_tab().await?;
+    let port = fixtures.addr().port();
+    let allowed = format!("127.0.0.1:{port}");
+    let refused = format!("localhost:{port}");
+    let page = |path: &str| format!("http://{allowed}/{path}");
+    let away = |path: &str| format!("http://{refused}/{path}");
+    let with_link = |to: &str| {
+        page(&format!(
+            "policy.html?to={}",
+            browser_operator_e2e::percent_encode(to)
+        ))
+    };
+    backend.navigate(tab, &page("hello.html")).await?;
+    let worker = browser.worker().await?;
+    set_policy(&backend, json!({"allowedHosts": ["127.0.0.1"]})).await?;
+
+    let attempts = 10;
+    let mut reached = Vec::new();
+    for i in 0..attempts {
+        let marker = format!("?blank-{i}");
+        let to = away(&format!("hello.html{marker}"));
+        if opened_from_link(&backend, &worker, &fixtures, tab, &with_link(&to), &marker).await? {
+            reached.push(i);
+        }
+    }
+    assert!(
+        reached.is_empty(),
+        "{} of {attempts} new tabs reached the refused host: attempts {reached:?}",
+        reached.len()
+    );
+    // A blocked list: the same, with a trailing dot too (the browser's own domain matching).
+    set_policy(&backend, json!({"blockedHosts": ["localhost"]})).await?;
+    for (to, marker) in [
+        (away("hello.html?blocked-blank"), "?blocked-blank"),
+        (
+            format!("http://localhost.:{port}/hello.html?dot-blank"),
+            "?dot-blank",
+        ),
+    ] {
+        let reached =
+            opened_from_link(&backend, &worker, &fixtures, tab, &with_link(&to), marker).await?;
+        assert!(!reached, "{to} reached the server");
+    }
+
+    // A person's tab on the same site: its own link loads, and a new tab it opens, caught by the
+    // rules before the worker knew it, is loaded again and never reported as the policy's.
+    let person = browser
+        .open_window(&with_link(&away("hello.html?person-same")))
+        .await?;
+    person.click("#away").await?;
+    until("the person's link loaded", WAIT, || async {
+        Ok(asked(&fixtures, &refused, "?person-same"))
+    })
+    .await?;
+    let person = browser
+        .open_window(&with_link(&away("hello.html?person-blank")))
+        .await?;
+    // Which navigations a request rule refused, as the worker hears of them.
+    worker
+        .eval("self.refusedForTest = []; chrome.webNavigation.onErrorOccurred.addListener((d) => self.refusedForTest.push(d.url)); true")
+        .await?;
+    person.click("#blank").await?;
+    until("the person's new tab loaded", WAIT, || async {
+        Ok(asked(&fixtures, &refused, "?person-blank"))
+    })
+    .await?;
+    // It was caught (its first request refused before the worker knew the tab), then loaded.
+    let caught = worker.eval("self.refusedForTest").await?;
+    assert!(
+        caught.as_array().is_some_and(|c| c
+            .iter()
+            .any(|u| u.as_str().is_some_and(|u| u.contains("?person-blank")))),
+        "the person's new tab was not caught by the rules, so its repair went untested: {caught}"
+    );
+    let changes = pending(&worker).await?;
+    assert!(
+        !changes
+            .iter()
+            .any(|c| c["url"].as_str().is_some_and(|u| u.contains("?person"))),
+        "a person's navigation reported as refused: {changes:?}"
+    );
+    // The group tab's new tabs are still refused after all that.
+    let to = away("hello.html?blank-after");
+    let reached = opened_from_link(
+        &backend,
+        &worker,
+        &fixtures,
+        tab,
+        &with_link(&to),
+        "?blank-after",
+    )
+    .await?;
+    assert!(!reached, "{to} reached the server");
+
+    // The state report's policy marker: the policy's, 16 hex digits. The browser empties its
+    // session storage when it quits, and the policy with it: the marker says so (a worker that
+    // starts with no stored policy), and a driver sends it again.
+    let set = marker(&backend).await?;
+    assert!(
+        set.as_str()
+            .is_some_and(|m| m.len() == 16 && m.bytes().all(|b| b.is_ascii_hexdigit())),
+        "{set}"
+    );
+    worker
+        .eval("chrome.storage.session.remove('policy').then(() => true)")
+        .await?;
+    worker.detach().await?;
+    browser.stop_worker().await?;
+    backend
+        .caller()
+        .command_when_connected("browser_state", json!({}), Duration::from_secs(60))
+        .await?;
+    until("the marker says no policy", WAIT, || async {
+        Ok(marker(&backend).await? == Value::Null)
+    })
+    .await?;
+    set_policy(&backend, json!({"blockedHosts": ["localhost"]})).await?;
+    assert_eq!(
+        marker(&backend).await?,
+        set,
+        "the same policy, the same marker"
+    );
+    set_policy(&backend, json!({})).await?;
+    let open = marker(&backend).await?;
+    assert!(open.is_string() && open != set, "{open}");
+    Ok(())
+}
+
+/// Opens `start` in the group tab and clicks its `target=_blank` link, whose address carries
+/// `marker`; waits until the new tab's navigation is refused or its request reaches the
+/// fixture server, and answers whether it reached it. The other tabs are closed afterwards.
+async fn opened_from_link(
+    backend: &Backend,
+    worker: &Session,
+    fixtures: &FixtureServer,
+    tab: i64,
+    start: &str,
+    marker: &str,
+) -> Result<bool> {
+    backend.navigate(tab, start).await?;
+    let link = ref_of(backend, tab, "Open in a new tab link", "Open in a new tab").await?;
+    backend
+        .text(
+            "computer",
+            json!({"tabId": tab, "action": "left_click", "ref": link}),
+        )
+        .await?;
+    let reached = || fixtures.requests().iter().any(|r| r.contains(marker));
+    until("the new tab refused or its request sent", WAIT, || async {
+        Ok(reached()
+            || pending(worker).await?.iter().any(|c| {
+                c["type"] == "navigation_refused"
+                    && c["url"].as_str().is_some_and(|u| u.contains(marker))
+            }))
+    })
+    .await?;
+    let reached = reached();
+    worker
+        .eval(&format!(
+            "chrome.tabs.query({{}}).then(ts => Promise.all(ts.filter(t => t.id !== {tab}).map(t => chrome.tabs.remove(t.id)))).then(() => true)"
+        ))
+        .await?;
+    Ok(reached)
+}
+
+/// The policy marker of a state report (`browser_state`'s `policy`).
+async fn marker(backend: &Backend) -> Result<Value> {
+    let text = backend.text("browser_state", json!({})).await?;
+    let state: Value = serde_json::from_str(&text)
+        .map_err(|e| Error::new(format!("browser_state answered {text}: {e}")))?;
+    state
+        .get("policy")
+        .cloned()
+        .ok_or_else(|| Error::new(format!("no policy marker in {text}")))
+}
+
 /// Issue 16's dialogs and downloads: "dismiss" and "accept" answer a dialog at once (the call it
 /// blocked goes on) and report it; a page reopening dialogs in a loop gets a bounded number
 /// answered, then the dialog stays open and commands say so at once; downloads are reported
@@ -498,5 +682,74 @@ async fn dialogs_and_downloads_are_answered_and_reported_by_the_policy() -> Resu
     worker
         .eval("chrome.downloads.search({}).then(items => Promise.all(items.map(i => chrome.downloads.cancel(i.id).catch(() => {}).then(() => chrome.downloads.removeFile(i.id)).catch(() => {})))).then(() => true)")
         .await?;
+
+    // A dialog that opens while no command runs: Chrome reports it only to a debugger attached
+    // when it opened, so while the policy answers dialogs the group's tabs stay attached (a
+    // policy that starts answering them attaches them), and no dialog hangs a page. The page
+    // opens its dialog when another page of its site (a person's tab) says so.
+    let tab = backend.new_tab().await?;
+    backend.navigate(tab, &fixtures.url("policy.html")).await?;
+    backend
+        .js(
+            tab,
+            "new BroadcastChannel('dialogs').onmessage = (e) => { window.answered = String(confirm(e.data)); }; 'listening'",
+        )
+        .await?;
+    let attached = |want: bool| {
+        let worker = &worker;
+        async move {
+            let v = worker
+                .eval(&format!(
+                    "chrome.debugger.getTargets().then(ts => ts.some(t => t.tabId === {tab} && t.attached))"
+                ))
+                .await?;
+            Ok::<bool, Error>(v == json!(want))
+        }
+    };
+    worker.set_idle_seconds(1).await?;
+    set_policy(&backend, json!({})).await?;
+    until("the idle tab detached", WAIT, || attached(false)).await?;
+    set_policy(&backend, json!({"dialogs": "dismiss"})).await?;
+    until("the tab attached for its dialogs", WAIT, || attached(true)).await?;
+    let person = browser.open_page(&fixtures.url("hello.html")).await?;
+    let say = |message: &'static str| {
+        let person = &person;
+        async move {
+            person
+                .eval(&format!(
+                    "new BroadcastChannel('dialogs').postMessage({}); true",
+                    js_string(message)
+                ))
+                .await
+                .map(drop)
+        }
+    };
+    let reported = |message: &'static str| {
+        let worker = &worker;
+        async move {
+            Ok::<bool, Error>(pending(worker).await?.contains(&json!({"type": "dialog_dismissed", "tabId": tab, "kind": "confirm", "message": message, "accepted": false})))
+        }
+    };
+    say("While idle?").await?;
+    until("the dialog answered while idle", WAIT, || {
+        reported("While idle?")
+    })
+    .await?;
+    // Several idle periods later, no command since: still attached, and answered again.
+    tokio::time::sleep(Duration::from_millis(3_000)).await;
+    assert!(
+        attached(true).await?,
+        "an idle group tab detached while the policy answers dialogs"
+    );
+    say("Still?").await?;
+    until("the dialog answered after idle periods", WAIT, || {
+        reported("Still?")
+    })
+    .await?;
+    assert_eq!(backend.js(tab, "window.answered").await?, "false");
+    // Asking again (dialogs wait for handle_dialog): idle tabs are detached as before.
+    set_policy(&backend, json!({})).await?;
+    until("the idle tab detached again", WAIT, || attached(false)).await?;
+    worker.set_idle_seconds(300).await?;
     Ok(())
 }

@@ -121,6 +121,42 @@ class Members(unittest.TestCase):
         self.assertEqual(server.tools(), ["computer", "browser_state"])
         self.assertEqual(server.calls[0]["args"], {"action": "left_click", "ref": "ref_3", "tabId": 7})
 
+    def test_a_policy_the_browser_lost_is_sent_again_before_the_next_action(self) -> None:
+        # The browser restarted between two calls: its report's marker is null, and the driver sends its policy
+        # again at once, before the next member acts.
+        marker = ["0123456789abcdef"]
+
+        def answer(tool: str, args: Dict[str, Any]) -> Any:
+            if tool == "set_policy":
+                marker[0] = "0123456789abcdef"
+                return "{}"
+            if tool == "browser_state":
+                return json.dumps({"tabs": [TAB7], "changes": [], "dropped": 0, "policy": marker[0]})
+            return "Clicked at (3, 4)"
+
+        server = FakeServer(answer)
+        t = toolset(server, allowed_hosts=["example.com"])
+        click = use("left_click", target={"type": "coordinate", "x": 3, "y": 4})
+        self.assertNotIn("is_error", t.tool_result(click))
+        self.assertEqual(server.tools(), ["set_policy", "browser_state", "computer", "browser_state"])
+        server.calls.clear()
+        self.assertNotIn("is_error", t.tool_result(click))
+        self.assertEqual(server.tools(), ["computer", "browser_state"])
+        marker[0] = None  # the browser restarted
+        server.calls.clear()
+        self.assertNotIn("is_error", t.tool_result(click))
+        self.assertEqual(server.tools(), ["computer", "browser_state", "set_policy"])
+        self.assertEqual(server.calls[2]["args"]["allowedHosts"], ["example.com"])
+        server.calls.clear()
+        self.assertNotIn("is_error", t.tool_result(click))
+        self.assertEqual(server.tools(), ["computer", "browser_state"])
+        # An extension without the marker says nothing of it: nothing is sent again.
+        server2 = FakeServer(lambda tool, args: {"set_policy": "{}", "browser_state": state([TAB7]), "computer": "Clicked"}[tool])
+        t2 = toolset(server2)
+        t2.tool_result(click)
+        t2.tool_result(click)
+        self.assertEqual(server2.tools().count("set_policy"), 1)
+
     def test_an_empty_group_gets_its_first_tab(self) -> None:
         created = []
 

@@ -13,6 +13,12 @@ export type StateChange = NonNullable<BetaBrowserState['state_changes']>[number]
 export interface Snapshot {
   tabs: BetaBrowserStateTabEntry[];
   changes: StateChange[];
+  /**
+   * The report says no backend policy is in force (its `policy` marker is `null`): the browser
+   * restarted and emptied the session storage that held it. An extension without the marker
+   * says nothing, and this is false.
+   */
+  policyGone: boolean;
 }
 
 const str = (v: unknown): string => (typeof v === 'string' ? v : '');
@@ -66,7 +72,7 @@ export function changeOf(raw: unknown): StateChange | undefined {
  * one active tab holds. Throws on text that is not a report.
  */
 export function parseState(text: string, lastActive: string | undefined): Snapshot {
-  const value = JSON.parse(text) as { tabs?: unknown; changes?: unknown };
+  const value = JSON.parse(text) as { tabs?: unknown; changes?: unknown; policy?: unknown };
   if (value === null || typeof value !== 'object' || !Array.isArray(value.tabs)) {
     throw new Error('not a browser_state report');
   }
@@ -92,5 +98,5 @@ export function parseState(text: string, lastActive: string | undefined): Snapsh
   }
   // The API takes at most 100 tabs: the active one is always among those reported.
   const shown = tabs.length <= 100 ? tabs : [tabs.find((t) => t.active)!, ...tabs.filter((t) => !t.active)].slice(0, 100);
-  return { tabs: shown, changes };
+  return { tabs: shown, changes, policyGone: 'policy' in value && value.policy === null };
 }

@@ -188,6 +188,11 @@ class Driver {
     this.#pending.push(...snap.changes);
     this.#tabs = snap.tabs;
     this.#active = snap.tabs.find((t) => t.active)?.tab_id;
+    if (snap.policyGone && this.#policyApplied) {
+      // The browser restarted and lost the policy: it holds again before anything else acts.
+      this.#policyApplied = false;
+      await this.applyPolicy(signal);
+    }
     return snap;
   }
 

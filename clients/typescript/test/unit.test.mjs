@@ -108,6 +108,35 @@ test('the policy goes first; a member is one command; the report maps the change
   assert.equal(sent.filter((s) => s.tool === 'set_policy').length, 1);
 });
 
+test('a policy the browser lost (its report says policy: null) is sent again before the next action', async () => {
+  let marker = null;
+  const { sent, toolset } = scripted((tool) => {
+    if (tool === 'set_policy') {
+      marker = '0123456789abcdef';
+      return '{}';
+    }
+    if (tool === 'browser_state') {
+      return JSON.stringify({ tabs: [{ tabId: 7, title: 'A', url: 'https://a.test/', active: true }], changes: [], dropped: 0, policy: marker });
+    }
+    return 'Clicked at (1, 2)';
+  }, { allowedHosts: ['a.test'] });
+  const click = use('left_click', { target: { type: 'coordinate', x: 1, y: 2 } });
+  await toolset.toolResult(click);
+  assert.deepEqual(sent.map((s) => s.tool), ['set_policy', 'browser_state', 'computer', 'browser_state']);
+  sent.length = 0;
+  await toolset.toolResult(click);
+  assert.deepEqual(sent.map((s) => s.tool), ['computer', 'browser_state']);
+  marker = null; // the browser restarted
+  sent.length = 0;
+  const r = await toolset.toolResult(click);
+  assert.equal(r.is_error, undefined);
+  assert.deepEqual(sent.map((s) => s.tool), ['computer', 'browser_state', 'set_policy']);
+  assert.deepEqual(sent[2].args.allowedHosts, ['a.test']);
+  sent.length = 0;
+  await toolset.toolResult(click);
+  assert.deepEqual(sent.map((s) => s.tool), ['computer', 'browser_state']);
+});
+
 test('without the browser-side policy nothing acts on the browser', async () => {
   const { sent, toolset } = scripted((tool) =>
     tool === 'set_policy' ? { commandId: 'c', error: 'Unknown tool: set_policy' } : state([{ tabId: 7, title: '', url: '', active: true }]),

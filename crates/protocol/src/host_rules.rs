@@ -387,6 +387,89 @@ impl HostPolicy {
         }
         rules
     }
+
+    /// The request rules that hold a tab a page opens (a link with `target=_blank`) to this
+    /// policy from its first request, before the tab can be named in [`dnr_rules`]: top-level
+    /// page requests that a page on one of `initiators` started (hosts as the browser's
+    /// `initiatorDomains` takes them, each with its subdomains), in any tab but
+    /// `excluded_tab_ids` (tabs known not to be held to the policy). Numbered from `first_id`,
+    /// at the same priorities and with the same verdicts as [`dnr_rules`]; host names and IPv4
+    /// addresses are matched by the browser's own domain matching (`requestDomains`), the
+    /// subdomains-only patterns and IPv6 addresses by regular expression, so this set adds
+    /// few regular-expression rules to the browser's limit. No rules without initiators.
+    ///
+    /// [`dnr_rules`]: HostPolicy::dnr_rules
+    pub fn dnr_opener_rules(
+        &self,
+        first_id: u32,
+        base_priority: u32,
+        initiators: &[String],
+        excluded_tab_ids: &[i32],
+    ) -> Vec<Value> {
+        if initiators.is_empty() || self.is_open() {
+            return Vec::new();
+        }
+        let mut rules = Vec::new();
+        let mut id = first_id;
+        let mut rule = |priority: u32, action: &str, extra: Value| {
+            let mut condition = json!({
+                "initiatorDomains": initiators,
+                "resourceTypes": ["main_frame"],
+            });
+            if !excluded_tab_ids.is_empty() {
+                condition["excludedTabIds"] = json!(excluded_tab_ids);
+            }
+            if let (Some(c), Value::Object(extra)) = (condition.as_object_mut(), extra) {
+                c.extend(extra);
+            }
+            rules.push(json!({
+                "id": id,
+                "priority": priority,
+                "action": {"type": action},
+                "condition": condition,
+            }));
+            id += 1;
+        };
+        let by_domain = |p: &&HostPattern| match p.kind {
+            Kind::Domain => true,
+            Kind::Address => !p.host.starts_with('['),
+            Kind::Subdomains => false,
+        };
+        let regex =
+            |p: &HostPattern| json!({"regexFilter": p.regex(), "isUrlFilterCaseSensitive": false});
+        if let Some(allowed) = &self.allowed {
+            let domains: Vec<&str> = allowed
+                .iter()
+                .filter(by_domain)
+                .map(|p| p.host.as_str())
+                .collect();
+            let mut all = json!({});
+            if !domains.is_empty() {
+                all["excludedRequestDomains"] = json!(domains);
+            }
+            rule(base_priority, "block", all);
+            for p in allowed.iter().filter(|p| !by_domain(p)) {
+                rule(base_priority + 1, "allow", regex(p));
+            }
+        }
+        let domains: Vec<&str> = self
+            .blocked
+            .iter()
+            .filter(by_domain)
+            .map(|p| p.host.as_str())
+            .collect();
+        if !domains.is_empty() {
+            rule(
+                base_priority + 2,
+                "block",
+                json!({"requestDomains": domains}),
+            );
+        }
+        for p in self.blocked.iter().filter(|p| !by_domain(p)) {
+            rule(base_priority + 2, "block", regex(p));
+        }
+        rules
+    }
 }
 
 /// Where [`layered_dnr_rules`] numbers its two layers: the backend's from `backend_first_id`
@@ -411,15 +494,24 @@ pub fn layered_dnr_rules(
     at: Layers,
     tab_ids: &[i32],
 ) -> Vec<Value> {
+    let (lower, upper) = layers(person, backend);
+    let mut rules = lower.dnr_rules(at.backend_first_id, at.backend_priority, tab_ids);
+    rules.extend(upper.dnr_rules(at.person_first_id, at.person_priority, tab_ids));
+    rules
+}
+
+/// The two layers the person's and the backend's policies make together: the backend's policy
+/// with its allowed hosts narrowed to the person's ([`HostPolicy::within`]), and above it the
+/// person's blocked hosts. Each layer's rules are made by [`HostPolicy::dnr_rules`] and
+/// [`HostPolicy::dnr_opener_rules`], the upper at higher priorities.
+pub fn layers(person: &HostPolicy, backend: &HostPolicy) -> (HostPolicy, HostPolicy) {
     let lower = backend.within(person);
     let upper = HostPolicy {
         allowed: None,
         blocked: person.blocked.clone(),
         owner: Owner::Person,
     };
-    let mut rules = lower.dnr_rules(at.backend_first_id, at.backend_priority, tab_ids);
-    rules.extend(upper.dnr_rules(at.person_first_id, at.person_priority, tab_ids));
-    rules
+    (lower, upper)
 }
 
 /// `Some(host)` for a web URL (http, https, ws, wss; a `blob:` of one), `Some(None)` when its
@@ -1057,5 +1149,137 @@ mod tests {
         }
         assert!(policy(None, &[]).dnr_rules(1, 1, &[3]).is_empty());
         assert!(p.dnr_rules(1, 1, &[]).is_empty());
+    }
+
+    /// The rules for tabs a group page opens, evaluated as the browser does (domain lists match
+    /// a host and its subdomains, on the URL's host as the browser parses it): for a top-level
+    /// request a group site started in an unknown tab they decide as the policy does; a tab
+    /// excluded, or a request another site started, is never touched.
+    #[test]
+    fn the_rules_for_opened_tabs_decide_as_the_policy_for_group_sites_only() {
+        let domain_match = |host: &str, list: &Value| {
+            list.as_array().is_some_and(|l| {
+                l.iter().filter_map(Value::as_str).any(|d| {
+                    host == d || (host.ends_with(d) && host[..host.len() - d.len()].ends_with('.'))
+                })
+            })
+        };
+        for p in [
+            policy(
+                Some(&["example.com", "*.wild.test", "127.0.0.1", "[::1]"]),
+                &["admin.example.com", "*.evil.wild.test"],
+            ),
+            policy(None, &["evil.test", "*.bad.test", "[::2]", "10.0.0.1"]),
+            policy(Some(&[]), &[]),
+        ] {
+            let initiators = vec!["group.test".to_string(), "127.0.0.1".to_string()];
+            let rules = p.dnr_opener_rules(2000, 10, &initiators, &[4, 5]);
+            assert!(rules
+                .iter()
+                .all(|r| r["condition"]["resourceTypes"] == json!(["main_frame"])
+                    && r["condition"]["excludedTabIds"] == json!([4, 5])
+                    && r["condition"]["initiatorDomains"] == json!(initiators)));
+            let regexes = rules
+                .iter()
+                .filter(|r| r["condition"].get("regexFilter").is_some())
+                .count();
+            let narrow = p
+                .allowed
+                .iter()
+                .flatten()
+                .chain(&p.blocked)
+                .filter(|x| x.kind == Kind::Subdomains || x.host.starts_with('['))
+                .count();
+            assert_eq!(
+                regexes, narrow,
+                "regular expressions only for *. patterns and IPv6"
+            );
+            let blocked = |url: &str, initiator: &str, tab: i32| -> bool {
+                let host = match web_host(url) {
+                    Some(Some(h)) => h,
+                    _ => return false,
+                };
+                let matching: Vec<(u64, bool)> = rules
+                    .iter()
+                    .filter(|r| {
+                        let c = &r["condition"];
+                        domain_match(initiator, &c["initiatorDomains"])
+                            && !c["excludedTabIds"]
+                                .as_array()
+                                .is_some_and(|t| t.contains(&json!(tab)))
+                            && c.get("requestDomains")
+                                .is_none_or(|d| domain_match(&host, d))
+                            && !c
+                                .get("excludedRequestDomains")
+                                .is_some_and(|d| domain_match(&host, d))
+                            && c["regexFilter"].as_str().is_none_or(|re| {
+                                regex::RegexBuilder::new(re)
+                                    .case_insensitive(true)
+                                    .build()
+                                    .unwrap()
+                                    .is_match(url)
+                            })
+                    })
+                    .map(|r| {
+                        (
+                            r["priority"].as_u64().unwrap(),
+                            r["action"]["type"] == "block",
+                        )
+                    })
+                    .collect();
+                let Some(top) = matching.iter().map(|m| m.0).max() else {
+                    return false;
+                };
+                matching.iter().filter(|m| m.0 == top).all(|m| m.1)
+            };
+            for url in [
+                "https://example.com/",
+                "https://www.example.com/a",
+                "https://admin.example.com/",
+                "https://x.admin.example.com/",
+                "https://wild.test/",
+                "https://a.wild.test/",
+                "https://a.evil.wild.test/",
+                "https://example.com@evil.test/",
+                "https://example.com.evil.test/",
+                "https://evil.test/",
+                "https://sub.evil.test/",
+                "https://bad.test/",
+                "https://a.bad.test/",
+                "http://127.0.0.1:4000/",
+                "http://127.0.0.10/",
+                "http://10.0.0.1/",
+                "http://[::1]:80/",
+                "http://[::2]/",
+                "https://notexample.com/",
+            ] {
+                for initiator in ["group.test", "www.group.test", "127.0.0.1"] {
+                    assert_eq!(
+                        blocked(url, initiator, 9),
+                        p.check_url(url).is_err(),
+                        "{url} opened from {initiator}: the rules and the policy disagree ({p:?})"
+                    );
+                }
+                assert!(
+                    !blocked(url, "group.test", 4),
+                    "{url}: an excluded tab is touched"
+                );
+                assert!(
+                    !blocked(url, "person.test", 9),
+                    "{url}: another site's request is touched"
+                );
+            }
+        }
+        let p = policy(Some(&["example.com"]), &[]);
+        assert!(p.dnr_opener_rules(1, 1, &[], &[]).is_empty());
+        assert!(policy(None, &[])
+            .dnr_opener_rules(1, 1, &["a.test".into()], &[])
+            .is_empty());
+        // No excluded tabs: the key is left out (the browser refuses an empty list).
+        assert!(
+            p.dnr_opener_rules(1, 1, &["a.test".into()], &[])[0]["condition"]
+                .get("excludedTabIds")
+                .is_none()
+        );
     }
 }

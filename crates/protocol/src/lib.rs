@@ -21,7 +21,8 @@ pub use catalog::{catalog, tool, ToolSpec};
 pub use config::{ConfigError, ConnectionConfig, Transport, TRANSPORTS};
 pub use frames::{ExtensionFrame, ServerFrame, CLOSE_TARGET_TAKEN, CLOSE_UNAUTHORIZED};
 pub use message::{
-    Command, CommandResult, ContentBlock, Malformed, Outcome, ToolResult, MAX_AGENT_CHARS,
+    Command, CommandResult, ContentBlock, Malformed, Outcome, ToolResult, FILE_UPLOAD_MAX_BYTES,
+    MAX_AGENT_CHARS, MAX_COMMAND_BYTES, MAX_ID_CHARS,
 };
 pub use pairing::{PairOffer, ParkedOffer};
 

@@ -24,6 +24,9 @@ pub const MAX_AGENT_CHARS: usize = 64;
 /// The largest command the extension reads, as JSON text (a frame, an SSE event, one command
 /// of a poll batch). A bigger one is answered with an error, not run.
 pub const MAX_COMMAND_BYTES: usize = 4 << 20;
+/// The most bytes of files (decoded) one `file_upload` command may carry, in all. As base64
+/// they are about 1.4 MB: well within [`MAX_COMMAND_BYTES`].
+pub const FILE_UPLOAD_MAX_BYTES: usize = 1 << 20;
 /// The deepest nesting of a command's JSON that is read (serde_json's own bound).
 pub const MAX_COMMAND_DEPTH: usize = 128;
 /// The longest command id accepted.

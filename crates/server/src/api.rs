@@ -6,6 +6,7 @@ use crate::guard::bearer_matches;
 use crate::relay::CommandError;
 use crate::state::AppState;
 use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
 use axum::extract::{ConnectInfo, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -17,6 +18,20 @@ use std::time::Duration;
 
 /// The longest `timeoutMs` a command may ask for.
 pub const MAX_COMMAND_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// The largest body `POST /commands` takes: the largest command the extension reads
+/// (`protocol::MAX_COMMAND_BYTES`), less room for what the relay adds around it (the command's
+/// id and type). It holds the largest valid command of every tool: `file_upload`'s files (at
+/// most 1 MiB in all, about 1.4 MB as base64) with room to spare. A larger body is answered
+/// 413 with an error naming this limit.
+pub const MAX_COMMAND_BODY: usize = protocol::MAX_COMMAND_BYTES - ENVELOPE;
+/// What the relay's frame adds to a command's body, at most (`{"type":"command","id":…}`, an
+/// id of up to `protocol::MAX_ID_CHARS`), rounded up.
+const ENVELOPE: usize = 4 << 10;
+const _: () = assert!(ENVELOPE > protocol::MAX_ID_CHARS + 64);
+// file_upload's largest valid command: its files as base64, 20 names and types, the keys.
+const _: () =
+    assert!(protocol::FILE_UPLOAD_MAX_BYTES.div_ceil(3) * 4 + (64 << 10) < MAX_COMMAND_BODY);
 
 /// An API failure: a status and a message, sent as `{"error": message}`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -139,8 +154,29 @@ pub(crate) async fn command(
     State(app): State<AppState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
-    body: Bytes,
+    body: Result<Bytes, BytesRejection>,
 ) -> Response {
+    let body = match body {
+        Ok(body) => body,
+        // A caller without the token learns nothing of the limit (and is throttled as always).
+        Err(_) if !bearer_matches(&headers, &app.token) => Bytes::new(),
+        Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+            return ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!(
+                    "The command is larger than the {MAX_COMMAND_BODY} bytes ({} MiB less {} KiB for the relay) a POST /commands body may have: send less (file_upload takes at most {} bytes of files in all; split a larger script or text).",
+                    protocol::MAX_COMMAND_BYTES >> 20,
+                    ENVELOPE >> 10,
+                    protocol::FILE_UPLOAD_MAX_BYTES,
+                ),
+            )
+            .into_response()
+        }
+        Err(e) => {
+            return ApiError::bad_request(format!("The body could not be read: {}", e.body_text()))
+                .into_response()
+        }
+    };
     match run(&app, peer, &headers, &body).await {
         Ok(result) => (StatusCode::OK, Json(result)).into_response(),
         Err(e) => e.into_response(),

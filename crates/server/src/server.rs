@@ -149,7 +149,10 @@ fn router(app: AppState, loopback: bool, mcp_stop: tokio_util::sync::Cancellatio
     let mcp = mcp::router(app.clone(), mcp_stop);
     let guarded = Router::new()
         .route("/ws", get(ws::upgrade))
-        .route("/commands", post(api::command))
+        .route(
+            "/commands",
+            post(api::command).layer(DefaultBodyLimit::max(api::MAX_COMMAND_BODY)),
+        )
         .route("/status", get(api::status))
         .route("/disconnect", post(api::disconnect))
         .route("/browser/events", get(http::events_default))

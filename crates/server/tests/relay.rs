@@ -3,6 +3,7 @@
 
 mod common;
 
+use browser_operator_server::api::MAX_COMMAND_BODY;
 use browser_operator_server::target_tokens::TokenStore;
 use browser_operator_server::{RunningServer, ServerConfig};
 use common::{
@@ -136,6 +137,54 @@ async fn a_paused_browser_shows_in_the_status_until_it_answers_again() {
     let (_, body) = call.await.unwrap();
     assert!(body.get("paused").is_none(), "{body}");
     assert_eq!(status(addr).await["paused"], json!([]));
+    server.shutdown().await;
+}
+
+/// `POST /commands` takes the largest command the extension reads: file_upload's largest files
+/// and a page script of nearly 4 MiB reach the browser whole; one byte past the limit is
+/// answered 413 with an error that names the limit, and nothing reaches the browser.
+#[tokio::test]
+async fn the_largest_command_passes_and_a_larger_one_is_refused_naming_the_limit() {
+    let server = start().await;
+    let addr = server.addr();
+    let mut ws = extension(addr, None).await;
+    let b64 = |bytes: usize| "QUJD".repeat(bytes.div_ceil(3));
+    let upload = json!({"tool": "file_upload", "args": {"tabId": 1, "ref": "ref_1", "files": (0..20).map(|i| json!({"name": format!("file-{i}.bin"), "mimeType": "application/octet-stream", "data": b64(protocol::FILE_UPLOAD_MAX_BYTES / 20)})).collect::<Vec<_>>()}});
+    let body = |text: String| json!({"tool": "javascript_tool", "args": {"action": "javascript_exec", "tabId": 1, "text": text}});
+    let overhead = body(String::new()).to_string().len();
+    let script = body("x".repeat(MAX_COMMAND_BODY - overhead));
+    assert_eq!(script.to_string().len(), MAX_COMMAND_BODY);
+    for request in [upload, script.clone()] {
+        let call = tokio::spawn(command(addr, request.clone()));
+        let cmd = next_frame(&mut ws).await;
+        assert_eq!(cmd["args"], request["args"]);
+        assert!(cmd.to_string().len() <= protocol::MAX_COMMAND_BYTES);
+        send(
+            &mut ws,
+            json!({"type": "result", "commandId": cmd["id"], "result": {"content": []}}),
+        )
+        .await;
+        assert_eq!(call.await.unwrap().0, 200);
+    }
+    // One byte more.
+    let (code, answer) = command(addr, body("x".repeat(MAX_COMMAND_BODY - overhead + 1))).await;
+    assert_eq!(code, 413, "{answer}");
+    let said = answer["error"].as_str().unwrap_or_default();
+    assert!(
+        said.contains(&format!("larger than the {MAX_COMMAND_BODY} bytes (4 MiB less 4 KiB for the relay) a POST /commands body may have"))
+            && said.contains("file_upload takes at most 1048576 bytes of files in all"),
+        "{said}"
+    );
+    assert_eq!(status(addr).await["pendingCommands"], 0);
+    // Without the token, the size is not the answer.
+    let (code, _) = http(
+        addr,
+        "POST /commands",
+        &[],
+        &"x".repeat(MAX_COMMAND_BODY + 1),
+    )
+    .await;
+    assert_eq!(code, 401);
     server.shutdown().await;
 }
 
@@ -937,10 +986,10 @@ async fn slow_silent_and_oversized_clients_are_cut_off_without_blocking_others()
         }
     }
 
-    // Oversized: a command body past 2 MB gets 413; a result past 32 MB gets 413; a WebSocket
-    // message past 32 MB closes the socket with 1009 (message too big).
+    // Oversized: a command body past its limit (about 4 MiB) gets 413; a result past 32 MB
+    // gets 413; a WebSocket message past 32 MB closes the socket with 1009 (message too big).
     for (head, len) in [
-        ("POST /commands", 3usize << 20),
+        ("POST /commands", MAX_COMMAND_BODY + (64 << 10)),
         ("POST /browser/result", 33 << 20),
     ] {
         let answer = oversized(addr, head, len).await;

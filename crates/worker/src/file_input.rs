@@ -5,10 +5,10 @@
 //!
 //! The bounds of what a backend may send, checked before anything reaches the page: at most
 //! [`MAX_FILES`] files and [`MAX_TOTAL_BYTES`] decoded bytes in all. The cap sits under the
-//! smallest limit a command passes on its way: `POST /commands` takes a body of at most 2 MiB
-//! (the server's default), and the bytes travel as base64 (4 characters per 3 bytes), so 1 MiB
-//! of files is about 1.4 MB of command (the extension itself reads commands of up to
-//! `protocol::MAX_COMMAND_BYTES`, 4 MiB).
+//! smallest limit a command passes on its way: the bytes travel as base64 (4 characters per 3
+//! bytes), so 1 MiB of files is about 1.4 MB of command, within the 4 MiB the extension reads
+//! (`protocol::MAX_COMMAND_BYTES`) and the body `POST /commands` takes (the same, less the
+//! relay's envelope).
 
 use crate::cdp::{self, Target};
 use serde_json::{json, Value};
@@ -19,7 +19,7 @@ const FUNCTION: &str = crate::js::page_js!("file_input.js");
 /// At most this many files in one call.
 pub const MAX_FILES: usize = 20;
 /// At most this many bytes of files (decoded) in one call.
-pub const MAX_TOTAL_BYTES: usize = 1 << 20;
+pub const MAX_TOTAL_BYTES: usize = protocol::FILE_UPLOAD_MAX_BYTES;
 /// A file's name is cut to this many characters.
 pub const MAX_NAME_CHARS: usize = 255;
 

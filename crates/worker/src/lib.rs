@@ -107,7 +107,13 @@ pub fn on_tab_created(tab: JsValue) {
     if let Some(id) = tab.id {
         debugging_bar::tab_created(id);
     }
-    let (Some(id), Some(opener)) = (tab.id, tab.opener_tab_id) else {
+    let Some(id) = tab.id else { return };
+    if !tab.opener_tab_id.is_some_and(policy::rules::covers) {
+        // Not opened by a group tab: someone else's, which the rules for tabs a group tab's
+        // page opens leave alone.
+        policy::rules::other(id);
+    }
+    let Some(opener) = tab.opener_tab_id else {
         return;
     };
     spawn_local(async move {
@@ -140,7 +146,8 @@ pub fn on_tab_updated(tab: JsValue) {
             if let Some(id) = tab.id {
                 activity::tab_updated(id);
             }
-            group::tab_updated(tab)
+            policy::rules::shows(&tab);
+            group::tab_updated(tab);
         }
         Err(e) => js::log(&format!("chrome.tabs.onUpdated: {e}")),
     }
@@ -182,6 +189,7 @@ pub fn pending_changes() -> String {
 #[wasm_bindgen(js_name = onTabRemoved)]
 pub fn on_tab_removed(tab: i32) {
     lifetime::forget(tab);
+    policy::closed(tab);
 }
 
 /// `chrome.runtime.onMessage`: requests from the extension's own pages (Options). The answer

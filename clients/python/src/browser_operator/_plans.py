@@ -261,6 +261,12 @@ class Core:
         changes = [change for change in map(change_of, doc.get("changes") or []) if change is not None]
         if doc.get("dropped"):
             log.warning("the browser dropped %s state changes before this report", doc.get("dropped"))
+        if "policy" in doc and doc["policy"] is None and self.policy_sent:
+            # The browser restarted and lost the policy (it lives in its session storage): it holds again before
+            # anything else acts.
+            log.warning("the browser holds no policy (it restarted?): sending it again")
+            self.policy_sent = False
+            yield from self.ensure_policy()
         return changes
 
     def peek(self) -> Plan:

@@ -10,6 +10,12 @@ export type StateChange = NonNullable<BetaBrowserState['state_changes']>[number]
 export interface Snapshot {
     tabs: BetaBrowserStateTabEntry[];
     changes: StateChange[];
+    /**
+     * The report says no backend policy is in force (its `policy` marker is `null`): the browser
+     * restarted and emptied the session storage that held it. An extension without the marker
+     * says nothing, and this is false.
+     */
+    policyGone: boolean;
 }
 /** One change of the extension's report as the SDK's state change, or undefined for kinds the SDK has none for. */
 export declare function changeOf(raw: unknown): StateChange | undefined;

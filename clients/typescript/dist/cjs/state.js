@@ -85,5 +85,5 @@ function parseState(text, lastActive) {
     }
     // The API takes at most 100 tabs: the active one is always among those reported.
     const shown = tabs.length <= 100 ? tabs : [tabs.find((t) => t.active), ...tabs.filter((t) => !t.active)].slice(0, 100);
-    return { tabs: shown, changes };
+    return { tabs: shown, changes, policyGone: 'policy' in value && value.policy === null };
 }

@@ -52,6 +52,8 @@ pub struct Policy {
 }
 
 struct InForce {
+    /// The policy's marker ([`marker`]); `None`: no backend set one in this browser session.
+    marker: Option<String>,
     hosts: HostPolicy,
     /// `Some(accept)`: every dialog answered at once; `None`: dialogs wait for handle_dialog.
     dialog_answer: Option<bool>,
@@ -59,8 +61,9 @@ struct InForce {
 }
 
 impl InForce {
-    fn of(p: &Policy, hosts: HostPolicy) -> InForce {
+    fn of(p: &Policy, hosts: HostPolicy, set: bool) -> InForce {
         InForce {
+            marker: set.then(|| marker_of(p)),
             hosts,
             dialog_answer: match p.dialogs {
                 Dialogs::Ask => None,
@@ -95,12 +98,13 @@ pub async fn ready() {
                 .unwrap_or_else(|e| {
                     crate::js::log(&format!("reading the policy: {e}"));
                     None
-                })
-                .unwrap_or_default();
+                });
             if IN_FORCE.with(|p| p.borrow().is_none()) {
+                let set = stored.is_some();
+                let stored = stored.unwrap_or_default();
                 // Written by this code, so it parses; a policy that does not is none at all.
                 let hosts = hosts_of(&stored).unwrap_or_default();
-                IN_FORCE.with(|p| *p.borrow_mut() = Some(InForce::of(&stored, hosts)));
+                IN_FORCE.with(|p| *p.borrow_mut() = Some(InForce::of(&stored, hosts, set)));
             }
             LOADING.with(|l| l.set(false));
             // The rules Chrome kept name the tabs of before the restart: named again now.
@@ -137,6 +141,23 @@ pub fn use_browser_hosts() {
 
 fn hosts_of(p: &Policy) -> Result<HostPolicy, String> {
     HostPolicy::new(p.allowed_hosts.as_deref(), &p.blocked_hosts)
+}
+
+/// The marker of the policy in force, which every state report carries: 16 hex digits that
+/// change with the policy (a hash of it as `set_policy` answers it), or `None` when no backend
+/// set a policy in this browser session. The policy lives in chrome.storage.session, which the
+/// browser empties when it quits: a driver that sees `None` after setting one sends it again.
+pub fn marker() -> Option<String> {
+    IN_FORCE.with(|p| p.borrow().as_ref().and_then(|p| p.marker.clone()))
+}
+
+/// FNV-1a (64 bits) of the policy's JSON: stable across workers and builds.
+fn marker_of(p: &Policy) -> String {
+    let text = serde_json::to_string(p).unwrap_or_default();
+    let hash = text.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    format!("{hash:016x}")
 }
 
 /// How the policy answers a JavaScript dialog: `Some(accept)`, or `None` (it waits for
@@ -189,23 +210,38 @@ pub fn check_navigation(tab: i32, url: &str, current: Option<&str>) -> Result<St
     checked
 }
 
-/// Chrome refused a group tab's navigation (`webNavigation.onErrorOccurred` with
+/// Chrome refused a tab's top-level or frame navigation (`webNavigation.onErrorOccurred` with
 /// `net::ERR_BLOCKED_BY_CLIENT`): reported when it was this policy's doing (another
-/// extension's blocker says the same).
+/// extension's blocker says the same). A tab the rules do not name yet was caught by the rules
+/// for tabs a group tab's page opens: reported if a group tab opened it, and loaded again if it
+/// is someone else's ([`rules::repair`]).
 pub fn navigation_blocked(tab: i32, url: &str) {
-    if !rules::covers(tab) {
+    if !matches!(check_page(url), Err(Refusal::Host(_))) {
         return;
     }
-    if let Err(Refusal::Host(_)) = check_page(url) {
-        LAST_REFUSED.with(|l| {
-            l.borrow_mut()
-                .insert(tab, (url.to_string(), crate::js::now_ms()))
-        });
-        changes::push(Change::NavigationRefused {
-            tab_id: tab,
-            url: url.to_string(),
-        });
+    if rules::covers(tab) {
+        refused(tab, url);
+        return;
     }
+    let url = url.to_string();
+    wasm_bindgen_futures::spawn_local(async move {
+        match rules::repair(tab, &url).await {
+            Ok(rules::Caught::Opened) => refused(tab, &url),
+            Ok(rules::Caught::Repaired | rules::Caught::NotOurs) => {}
+            Err(e) => crate::js::log(&format!("tab {tab}, refused a navigation: {e}")),
+        }
+    });
+}
+
+fn refused(tab: i32, url: &str) {
+    LAST_REFUSED.with(|l| {
+        l.borrow_mut()
+            .insert(tab, (url.to_string(), crate::js::now_ms()))
+    });
+    changes::push(Change::NavigationRefused {
+        tab_id: tab,
+        url: url.to_string(),
+    });
 }
 
 /// The address of the tab's last navigation the rules refused since `since` (the worker's
@@ -221,7 +257,7 @@ pub fn refused_since(tab: i32, since: f64) -> Option<String> {
 
 /// Whether anything is kept of the tab.
 pub fn holds(tab: i32) -> bool {
-    rules::covers(tab) || LAST_REFUSED.with(|l| l.borrow().contains_key(&tab))
+    rules::holds(tab) || LAST_REFUSED.with(|l| l.borrow().contains_key(&tab))
 }
 
 /// The tab closed or left the group.
@@ -251,6 +287,11 @@ pub async fn site_rules_changed() {
     if let Err(e) = rules::refresh().await {
         crate::js::log(&format!("the site rules' request rules: {e}"));
     }
+}
+
+/// The tab closed (after [`forget`]): the rules forget it too.
+pub fn closed(tab: i32) {
+    rules::closed(tab);
 }
 
 /// The arguments of `set_policy`: the whole policy (an omitted field takes its default).
@@ -285,7 +326,7 @@ pub async fn set(args: Args) -> Result<ToolResult, String> {
     storage::set(Area::Session, KEY, &policy)
         .await
         .map_err(|e| format!("The policy was not changed: it could not be stored ({e})."))?;
-    IN_FORCE.with(|p| *p.borrow_mut() = Some(InForce::of(&policy, hosts)));
+    IN_FORCE.with(|p| *p.borrow_mut() = Some(InForce::of(&policy, hosts, true)));
     rules::refresh().await.map_err(|e| {
         format!("The policy is stored but the browser did not take its request rules: {e}")
     })?;

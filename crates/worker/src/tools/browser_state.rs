@@ -29,6 +29,9 @@ struct State<'a> {
     tabs: Vec<Entry<'a>>,
     changes: Vec<changes::Change>,
     dropped: usize,
+    /// The backend policy's marker (`policy::marker`): `null` when none is in force, as after
+    /// the browser restarted.
+    policy: Option<String>,
 }
 
 pub async fn run() -> Result<ToolResult, String> {
@@ -57,6 +60,7 @@ pub async fn run() -> Result<ToolResult, String> {
         tabs: tabs.iter().filter_map(|t| entry(t, active)).collect(),
         changes,
         dropped,
+        policy: crate::policy::marker(),
     };
     let text = serde_json::to_string(&state).map_err(|e| format!("browser_state: {e}"))?;
     Ok(ToolResult::text(text))
@@ -121,13 +125,15 @@ mod tests {
             tabs: vec![entry(&t, Some(7)).expect("an entry")],
             changes: vec![changes::Change::TabOpened { tab_id: 7 }],
             dropped: 0,
+            policy: Some("0123456789abcdef".into()),
         };
         assert_eq!(
             serde_json::to_value(&state).ok(),
             Some(serde_json::json!({
                 "tabs": [{"tabId": 7, "title": "A", "url": "https://a.test/", "active": true}],
                 "changes": [{"type": "tab_opened", "tabId": 7}],
-                "dropped": 0
+                "dropped": 0,
+                "policy": "0123456789abcdef"
             }))
         );
     }
