@@ -52,6 +52,11 @@ async fn page_eval(browser: &Browser, session: &str, expr: &str) -> Result<Value
 }
 
 async fn screenshot(browser: &Browser, session: &str) -> Result<String> {
+    // A tab behind another (the popup's) paints no frames to capture.
+    browser
+        .cdp()
+        .call_session(session, "Page.bringToFront", json!({}))
+        .await?;
     let shot = browser
         .cdp()
         .call_session(session, "Page.captureScreenshot", json!({"format": "png"}))
