@@ -52,6 +52,11 @@ async fn page_eval(browser: &Browser, session: &str, expr: &str) -> Result<Value
 }
 
 async fn screenshot(browser: &Browser, session: &str) -> Result<String> {
+    // A tab behind another (the popup's) paints no frames to capture.
+    browser
+        .cdp()
+        .call_session(session, "Page.bringToFront", json!({}))
+        .await?;
     let shot = browser
         .cdp()
         .call_session(session, "Page.captureScreenshot", json!({"format": "png"}))
@@ -132,7 +137,11 @@ async fn the_person_sees_the_agent_act_stops_it_and_reads_what_it_did() -> Resul
     let during = RefCell::new(Value::Null);
     until("the sign during the slow command", WAIT, || async {
         let now = sign(&popup, tab).await?;
-        let shown = now["badge"] == "\u{25CF}";
+        // The badge and the group's title are two calls to the browser: both, in either order.
+        let shown = now["badge"] == "\u{25CF}"
+            && now["group"]
+                .as_str()
+                .is_some_and(|g| g.starts_with('\u{25CF}'));
         *during.borrow_mut() = now;
         Ok(shown)
     })

@@ -77,10 +77,12 @@ async fn accessibility_violations(page: &Page) -> Result<Vec<String>> {
     Ok(found)
 }
 
-/// `chrome.tabGroups.get(group)` as an extension page reads it: `[title, color]`.
+/// `chrome.tabGroups.get(group)` as an extension page reads it: `[title, color]`, the title
+/// without the activity sign ("● " while a command runs on one of its tabs, and briefly after;
+/// tests/tests/control.rs checks the sign).
 async fn group_look(page: &Page, group: i64) -> Result<Value> {
     page.eval(&format!(
-        "chrome.tabGroups.get({group}).then(g => [g.title, g.color])"
+        "chrome.tabGroups.get({group}).then(g => [g.title.replace(/^\\u25CF /, ''), g.color])"
     ))
     .await
 }
