@@ -882,6 +882,36 @@ impl Page {
         self.session.eval(expr).await
     }
 
+    /// axe-core's findings on the page (WCAG 2 A/AA and best practices), in light and dark
+    /// mode: one line per violation, `scheme: rule: targets`. Empty when it finds nothing.
+    pub async fn accessibility_violations(&self) -> Result<Vec<String>> {
+        let axe = crate::repo_root().join(".tools/node_modules/axe-core/axe.min.js");
+        let source = std::fs::read_to_string(&axe)
+            .map_err(|e| Error::new(format!("{}: {e} (run ./build.sh setup)", axe.display())))?;
+        self.eval(&format!("{source}; true")).await?;
+        let mut found = Vec::new();
+        for scheme in ["light", "dark"] {
+            self.call(
+                "Emulation.setEmulatedMedia",
+                json!({"features": [{"name": "prefers-color-scheme", "value": scheme}]}),
+            )
+            .await?;
+            let v = self
+                .eval(
+                    "axe.run(document, {runOnly: ['wcag2a', 'wcag2aa', 'best-practice']})
+                        .then(r => r.violations.map(v => v.id + ': ' + v.nodes.map(n => n.target.join(' ')).join(', ')))",
+                )
+                .await?;
+            let list = v
+                .as_array()
+                .ok_or_else(|| Error::new(format!("axe.run gave no list of violations: {v}")))?;
+            for item in list {
+                found.push(format!("{scheme}: {}", item.as_str().unwrap_or("")));
+            }
+        }
+        Ok(found)
+    }
+
     /// Poll `js_predicate` (an expression; may be a promise) every 50 ms until it is
     /// truthy. Evaluation errors (e.g. during navigation) count as "not yet".
     pub async fn wait_for(&self, js_predicate: &str, timeout: Duration) -> Result<()> {

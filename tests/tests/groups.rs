@@ -46,37 +46,6 @@ async fn pair(browser: &Browser, backend: &Backend) -> Result<()> {
     Ok(())
 }
 
-/// axe-core's findings on a page (WCAG 2 A/AA and best practices), light and dark (as in
-/// pairing.rs, for the pages with the list of connections).
-async fn accessibility_violations(page: &Page) -> Result<Vec<String>> {
-    let axe = browser_operator_e2e::repo_root().join(".tools/node_modules/axe-core/axe.min.js");
-    let source = std::fs::read_to_string(&axe).map_err(|e| {
-        browser_operator_e2e::Error::new(format!("{}: {e} (run ./build.sh setup)", axe.display()))
-    })?;
-    page.eval(&format!("{source}; true")).await?;
-    let mut found = Vec::new();
-    for scheme in ["light", "dark"] {
-        page.call(
-            "Emulation.setEmulatedMedia",
-            json!({"features": [{"name": "prefers-color-scheme", "value": scheme}]}),
-        )
-        .await?;
-        let v = page
-            .eval(
-                "axe.run(document, {runOnly: ['wcag2a', 'wcag2aa', 'best-practice']})
-                    .then(r => r.violations.map(v => v.id + ': ' + v.nodes.map(n => n.target.join(' ')).join(', ')))",
-            )
-            .await?;
-        let list = v.as_array().ok_or_else(|| {
-            browser_operator_e2e::Error::new(format!("axe.run gave no list of violations: {v}"))
-        })?;
-        for item in list {
-            found.push(format!("{scheme}: {}", item.as_str().unwrap_or("")));
-        }
-    }
-    Ok(found)
-}
-
 /// `chrome.tabGroups.get(group)` as an extension page reads it: `[title, color]`, the title
 /// without the activity sign ("● " while a command runs on one of its tabs, and briefly after;
 /// tests/tests/control.rs checks the sign).
@@ -238,8 +207,8 @@ async fn two_backends_drive_their_own_groups_at_once() -> Result<()> {
             WAIT,
         )
         .await?;
-    let mut found = accessibility_violations(&options).await?;
-    found.extend(accessibility_violations(&popup).await?);
+    let mut found = options.accessibility_violations().await?;
+    found.extend(popup.accessibility_violations().await?);
     assert!(found.is_empty(), "accessibility violations: {found:?}");
     popup.close().await?;
 

@@ -228,36 +228,6 @@ async fn offers_are_checked_replaced_dismissed_and_never_applied_alone() -> Resu
     Ok(())
 }
 
-/// axe-core's findings on a page (WCAG 2 A/AA and best practices), light and dark.
-async fn accessibility_violations(page: &Page) -> Result<Vec<String>> {
-    let axe = browser_operator_e2e::repo_root().join(".tools/node_modules/axe-core/axe.min.js");
-    let source = std::fs::read_to_string(&axe).map_err(|e| {
-        browser_operator_e2e::Error::new(format!("{}: {e} (run ./build.sh setup)", axe.display()))
-    })?;
-    page.eval(&format!("{source}; true")).await?;
-    let mut found = Vec::new();
-    for scheme in ["light", "dark"] {
-        page.call(
-            "Emulation.setEmulatedMedia",
-            json!({"features": [{"name": "prefers-color-scheme", "value": scheme}]}),
-        )
-        .await?;
-        let v = page
-            .eval(
-                "axe.run(document, {runOnly: ['wcag2a', 'wcag2aa', 'best-practice']})
-                    .then(r => r.violations.map(v => v.id + ': ' + v.nodes.map(n => n.target.join(' ')).join(', ')))",
-            )
-            .await?;
-        let list = v.as_array().ok_or_else(|| {
-            browser_operator_e2e::Error::new(format!("axe.run gave no list of violations: {v}"))
-        })?;
-        for item in list {
-            found.push(format!("{scheme}: {}", item.as_str().unwrap_or("")));
-        }
-    }
-    Ok(found)
-}
-
 #[tokio::test]
 async fn popup_options_and_pair_pages_pass_an_accessibility_checker() -> Result<()> {
     browser_operator_e2e::init();
@@ -287,7 +257,7 @@ async fn popup_options_and_pair_pages_pass_an_accessibility_checker() -> Result<
     let bad = browser
         .open_page("data:text/html,<html><body><input><button></button></body></html>")
         .await?;
-    let found = accessibility_violations(&bad).await?;
+    let found = bad.accessibility_violations().await?;
     assert!(found.iter().any(|v| v.contains("label")), "{found:?}");
     let mut all = Vec::new();
     for (name, page) in [
@@ -296,7 +266,7 @@ async fn popup_options_and_pair_pages_pass_an_accessibility_checker() -> Result<
         ("options", &options),
         ("activity", &activity),
     ] {
-        for v in accessibility_violations(page).await? {
+        for v in page.accessibility_violations().await? {
             all.push(format!("{name} {v}"));
         }
     }

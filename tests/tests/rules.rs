@@ -399,7 +399,7 @@ async fn approvals_are_answered_in_the_popup_and_always_lasts() -> Result<()> {
     let badge = worker.eval("chrome.action.getBadgeText({})").await;
     let _ = worker.detach().await;
     assert_eq!(badge?, "1?");
-    let violations = accessibility_violations(&popup).await?;
+    let violations = popup.accessibility_violations().await?;
     assert!(violations.is_empty(), "the popup's card: {violations:?}");
     popup.click("#approve-once").await?;
     assert_eq!(outcome(running).await?, Ok("5".to_string()));
@@ -520,30 +520,4 @@ async fn approvals_are_answered_in_the_popup_and_always_lasts() -> Result<()> {
         .wait_for("document.getElementById('approval').hidden", WAIT)
         .await?;
     Ok(())
-}
-
-/// axe-core's findings on a page (WCAG 2 A/AA and best practices), light and dark.
-async fn accessibility_violations(page: &Page) -> Result<Vec<String>> {
-    let axe = browser_operator_e2e::repo_root().join(".tools/node_modules/axe-core/axe.min.js");
-    let source = std::fs::read_to_string(&axe)
-        .map_err(|e| Error::new(format!("{}: {e} (run ./build.sh setup)", axe.display())))?;
-    page.eval(&format!("{source}; true")).await?;
-    let mut found = Vec::new();
-    for scheme in ["light", "dark"] {
-        page.call(
-            "Emulation.setEmulatedMedia",
-            json!({"features": [{"name": "prefers-color-scheme", "value": scheme}]}),
-        )
-        .await?;
-        let v = page
-            .eval(
-                "axe.run(document, {runOnly: ['wcag2a', 'wcag2aa', 'best-practice']})
-                    .then(r => r.violations.map(v => v.id + ': ' + v.nodes.map(n => n.target.join(' ')).join(', ')))",
-            )
-            .await?;
-        for item in v.as_array().cloned().unwrap_or_default() {
-            found.push(format!("{scheme}: {}", item.as_str().unwrap_or("")));
-        }
-    }
-    Ok(found)
 }
