@@ -1,7 +1,7 @@
 //! The WebSocket transport's JSON frames.
 
-use crate::message::{kind, top_level_field, Command, Malformed, Outcome};
-use serde::{Deserialize, Serialize};
+use crate::message::{kind, take, top_level_field, Command, Malformed, Outcome};
+use serde::{de, Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
 /// Close code with which a backend rejects a token; the extension clears it and stops.
@@ -9,8 +9,9 @@ pub const CLOSE_UNAUTHORIZED: u16 = 4001;
 /// Close code with which a backend refuses a second live connection for the same target.
 pub const CLOSE_TARGET_TAKEN: u16 = 4009;
 
-/// Backend → extension.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// Backend → extension. Read by hand (as serde's derive of the internally tagged enum reads it,
+/// without the `Content` buffering that costs the worker's wasm).
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ServerFrame {
     /// Optional acknowledgement of the `auth` frame.
@@ -30,6 +31,32 @@ pub enum ServerFrame {
     /// A frame type this version does not know: ignored, never fatal.
     #[serde(other)]
     Unknown,
+}
+
+impl<'de> Deserialize<'de> for ServerFrame {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let mut m = Map::<String, Value>::deserialize(d)?;
+        let kind: String = take(&mut m, "type")?;
+        Ok(match kind.as_str() {
+            "auth_ok" => ServerFrame::AuthOk,
+            "command" => ServerFrame::Command {
+                id: take(&mut m, "id")?,
+                tool: take(&mut m, "tool")?,
+                args: match m.remove("args") {
+                    Some(v) => crate::json::from_value(v).map_err(de::Error::custom)?,
+                    None => Map::new(),
+                },
+                agent: match m.remove("agent") {
+                    Some(v) => crate::json::from_value(v).map_err(de::Error::custom)?,
+                    None => None,
+                },
+            },
+            "error" => ServerFrame::Error {
+                message: take(&mut m, "message")?,
+            },
+            _ => ServerFrame::Unknown,
+        })
+    }
 }
 
 impl ServerFrame {

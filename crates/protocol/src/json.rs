@@ -21,7 +21,8 @@ pub fn from_value<T: de::DeserializeOwned>(value: Value) -> Result<T, Error> {
 
 struct De(Value);
 
-fn unexpected(v: &Value) -> Unexpected<'_> {
+/// What serde's errors call `v` ("string \"a\"", "map", ...).
+pub fn unexpected(v: &Value) -> Unexpected<'_> {
     match v {
         Value::Null => Unexpected::Unit,
         Value::Bool(b) => Unexpected::Bool(*b),

@@ -402,7 +402,7 @@ pub struct CommandResult {
 }
 
 /// `key`'s value, read as a `T`; serde's "missing field" when absent.
-fn take<T: de::DeserializeOwned, E: de::Error>(
+pub(crate) fn take<T: de::DeserializeOwned, E: de::Error>(
     m: &mut Map<String, Value>,
     key: &'static str,
 ) -> Result<T, E> {

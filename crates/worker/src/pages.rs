@@ -5,19 +5,19 @@
 //! the answers to waiting approvals (popup). Pages hold no state; every decision is made here. Content scripts have their own narrow path:
 //! only `pairOffer`.
 
-use crate::js::{from_js, to_js};
+use crate::js::to_js;
 use crate::session::{self, Status};
 use protocol::{ConfigError, ConnectionConfig};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 use wasm_bindgen::JsValue;
 
-#[derive(Deserialize)]
-#[serde(tag = "type", rename_all = "camelCase")]
+/// A page's request: `{type: "getState", ...}`. Read by hand in [`Request::read`] (as serde's
+/// derive of an internally tagged enum reads it, without its `Content` buffering, which made
+/// this one type about 50 KB of the worker's wasm).
 enum Request {
     /// With `tab`: the answer also names what the worker keeps of that tab (`kept`).
     GetState {
-        #[serde(default)]
         tab: Option<i32>,
     },
     SaveConfig {
@@ -54,7 +54,6 @@ enum Request {
     },
     /// The debugger's idle period, in whole minutes (0: never detach).
     SaveSettings {
-        #[serde(rename = "idleMinutes", default)]
         idle_minutes: Option<f64>,
     },
     /// The person's Stop: every running and queued command ends; paused until Resume.
@@ -63,6 +62,109 @@ enum Request {
     /// The log of the last commands, newest first.
     GetLog,
     ClearLog,
+}
+
+/// Every request type, as the pages write it.
+const TYPES: &[&str] = &[
+    "getState",
+    "saveConfig",
+    "connect",
+    "disconnect",
+    "connectOne",
+    "disconnectOne",
+    "removeConnection",
+    "getOffer",
+    "acceptOffer",
+    "dismissOffer",
+    "getApprovals",
+    "decideApproval",
+    "getSiteRules",
+    "saveSiteRules",
+    "revokeGrant",
+    "saveSettings",
+    "stop",
+    "resume",
+    "getLog",
+    "clearLog",
+];
+
+impl Request {
+    /// Reads a request as serde's derive would (`#[serde(tag = "type", rename_all =
+    /// "camelCase")]`): the same errors ("missing field `type`", "unknown variant `x`, expected
+    /// one of ...", "missing field `id`"), extra fields ignored.
+    fn read(message: Value) -> Result<Request, serde_json::Error> {
+        use serde::de::Error;
+        let Value::Object(mut m) = message else {
+            return Err(Error::invalid_type(
+                protocol::json::unexpected(&message),
+                &"internally tagged enum Request",
+            ));
+        };
+        let kind: String = take(&mut m, "type")?;
+        Ok(match kind.as_str() {
+            "getState" => Request::GetState {
+                tab: optional(&mut m, "tab")?,
+            },
+            "saveConfig" => Request::SaveConfig {
+                config: take(&mut m, "config")?,
+            },
+            "connect" => Request::Connect,
+            "disconnect" => Request::Disconnect,
+            "connectOne" => Request::ConnectOne {
+                id: take(&mut m, "id")?,
+            },
+            "disconnectOne" => Request::DisconnectOne {
+                id: take(&mut m, "id")?,
+            },
+            "removeConnection" => Request::RemoveConnection {
+                id: take(&mut m, "id")?,
+            },
+            "getOffer" => Request::GetOffer,
+            "acceptOffer" => Request::AcceptOffer,
+            "dismissOffer" => Request::DismissOffer,
+            "getApprovals" => Request::GetApprovals,
+            "decideApproval" => Request::DecideApproval {
+                id: take(&mut m, "id")?,
+                decision: take(&mut m, "decision")?,
+            },
+            "getSiteRules" => Request::GetSiteRules,
+            "saveSiteRules" => Request::SaveSiteRules {
+                rules: take(&mut m, "rules")?,
+            },
+            "revokeGrant" => Request::RevokeGrant {
+                site: take(&mut m, "site")?,
+                tool: take(&mut m, "tool")?,
+            },
+            "saveSettings" => Request::SaveSettings {
+                idle_minutes: optional(&mut m, "idleMinutes")?,
+            },
+            "stop" => Request::Stop,
+            "resume" => Request::Resume,
+            "getLog" => Request::GetLog,
+            "clearLog" => Request::ClearLog,
+            other => return Err(Error::unknown_variant(other, TYPES)),
+        })
+    }
+}
+
+/// `key`'s value as a `T`; serde's "missing field" when absent.
+fn take<T: serde::de::DeserializeOwned>(
+    m: &mut serde_json::Map<String, Value>,
+    key: &'static str,
+) -> Result<T, serde_json::Error> {
+    match m.remove(key) {
+        Some(v) => crate::js::from_json(v),
+        None => Err(serde::de::Error::missing_field(key)),
+    }
+}
+
+/// `key`'s value as a `T`, `None` when absent (a field with `#[serde(default)]`).
+fn optional<T: serde::de::DeserializeOwned>(
+    m: &mut serde_json::Map<String, Value>,
+    key: &'static str,
+) -> Result<Option<T>, serde_json::Error> {
+    m.remove(key)
+        .map_or(Ok(None), crate::js::from_json::<Option<T>>)
 }
 
 /// The parked offer as the popup shows it: never the token.
@@ -229,7 +331,9 @@ pub async fn handle(message: JsValue, sender: JsValue) -> JsValue {
             None => JsValue::UNDEFINED,
         };
     }
-    let request: Request = match from_js(message) {
+    let request = match crate::js::json_of(&message)
+        .and_then(|m| Request::read(m).map_err(|e| format!("unexpected value from Chrome: {e}")))
+    {
         Ok(r) => r,
         Err(e) => {
             return reply(Err(ConfigError {
@@ -390,5 +494,75 @@ pub async fn handle(message: JsValue, sender: JsValue) -> JsValue {
                     message,
                 }),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn read(v: Value) -> Result<Request, String> {
+        Request::read(v).map_err(|e| e.to_string())
+    }
+
+    /// Read as serde's derive of `#[serde(tag = "type")]` read it: fields by name, optional ones
+    /// absent or null, extra fields ignored, and serde's own errors.
+    #[test]
+    fn requests_read_as_the_derive_read_them() {
+        assert!(matches!(
+            read(json!({"type": "getState"})),
+            Ok(Request::GetState { tab: None })
+        ));
+        assert!(matches!(
+            read(json!({"type": "getState", "tab": null})),
+            Ok(Request::GetState { tab: None })
+        ));
+        assert!(matches!(
+            read(json!({"type": "getState", "tab": 7})),
+            Ok(Request::GetState { tab: Some(7) })
+        ));
+        assert!(matches!(
+            read(json!({"type": "stop", "extra": [1]})),
+            Ok(Request::Stop)
+        ));
+        assert!(matches!(
+            read(json!({"type": "decideApproval", "id": 3, "decision": "always"})),
+            Ok(Request::DecideApproval {
+                id: 3,
+                decision: crate::approvals::Decision::Always
+            })
+        ));
+        assert!(matches!(
+            read(json!({"type": "saveSettings", "idleMinutes": 2.0})),
+            Ok(Request::SaveSettings { idle_minutes: Some(m) }) if m == 2.0
+        ));
+        assert!(matches!(
+            read(json!({"type": "revokeGrant", "site": "a.test", "tool": "navigate"})),
+            Ok(Request::RevokeGrant { site, tool }) if site == "a.test" && tool == "navigate"
+        ));
+        assert_eq!(
+            read(json!({"id": 1})).err().unwrap(),
+            "missing field `type`"
+        );
+        assert_eq!(
+            read(json!({"type": "connectOne"})).err().unwrap(),
+            "missing field `id`"
+        );
+        assert_eq!(
+            read(json!({"type": "connectOne", "id": "1"}))
+                .err()
+                .unwrap(),
+            "invalid type: string \"1\", expected u32"
+        );
+        let unknown = read(json!({"type": "reboot"})).err().unwrap();
+        assert!(
+            unknown.starts_with("unknown variant `reboot`, expected one of `getState`, "),
+            "{unknown}"
+        );
+        assert_eq!(
+            read(json!("getState")).err().unwrap(),
+            "invalid type: string \"getState\", expected internally tagged enum Request"
+        );
     }
 }
