@@ -135,6 +135,7 @@ impl Backend {
                     target: whom.target,
                     timeout: Some(timeout),
                     agent: whom.agent,
+                    id: None,
                 };
                 let answer = tokio::task::spawn_blocking(move || call::call(&request))
                     .await

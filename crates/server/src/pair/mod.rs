@@ -54,7 +54,7 @@ pub(crate) async fn offer(State(app): State<AppState>, headers: HeaderMap) -> Re
         Ok(()) => format!("browser-{}", crate::main_token::hex(&random)),
         Err(e) => return failed(e),
     };
-    if app.tokens.path().is_none() {
+    if !app.tokens.can_store() {
         return failed(format!(
             "This server has no config directory to keep pairing tokens in: set {} or HOME and restart it.",
             crate::main_token::CONFIG_DIR_ENV
