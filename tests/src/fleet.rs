@@ -217,7 +217,7 @@ impl Nginx {
             ))
         })?;
         listening(port, "nginx", &mut child).await.map_err(|e| {
-            e.context(&std::fs::read_to_string(dir.join("logs/error.log")).unwrap_or_default())
+            e.context(std::fs::read_to_string(dir.join("logs/error.log")).unwrap_or_default())
         })?;
         Ok(Nginx {
             port,
