@@ -474,6 +474,20 @@ impl Relay {
             .map_err(|_| "this relay is already part of a fleet")
     }
 
+    /// The targets of every browser a command can reach from here, sorted: in a fleet the
+    /// fleet's (this instance's own when the fleet cannot be asked).
+    pub async fn reachable_targets(&self) -> Vec<String> {
+        if let Some(remote) = self.remote.get() {
+            if let Ok(list) = remote.browsers().await {
+                let mut targets: Vec<String> = list.into_iter().map(|b| b.target).collect();
+                targets.sort();
+                targets.dedup();
+                return targets;
+            }
+        }
+        self.browsers().into_iter().map(|b| b.target).collect()
+    }
+
     /// The fleet, when this relay is part of one.
     pub fn fleet(&self) -> Option<&Arc<dyn Remote>> {
         self.remote.get()

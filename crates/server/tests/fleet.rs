@@ -107,6 +107,44 @@ impl FakeBrowser {
     }
 }
 
+/// One JSON-RPC request to MCP over HTTP at `url` (with `session`, once there is one): the
+/// session id the answer gave, and the response to `id`.
+fn mcp(url: &str, session: &str, id: Option<u64>, method: &str, params: Value) -> (String, Value) {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(30)))
+        .build()
+        .into();
+    let mut body = json!({"jsonrpc": "2.0", "method": method, "params": params});
+    if let Some(id) = id {
+        body["id"] = json!(id);
+    }
+    let mut req = agent
+        .post(url)
+        .header("Authorization", format!("Bearer {TOKEN}"))
+        .header("Accept", "application/json, text/event-stream")
+        .header("Content-Type", "application/json");
+    if !session.is_empty() {
+        req = req.header("Mcp-Session-Id", session);
+    }
+    let mut response = req.send(body.to_string()).expect("POST /mcp");
+    let session = response
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or(session)
+        .to_string();
+    let text = response.body_mut().read_to_string().unwrap_or_default();
+    let found = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .chain(std::iter::once(text.as_str()))
+        .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+        .find(|m| id.is_some_and(|id| m["id"] == json!(id)))
+        .unwrap_or(Value::Null);
+    (session, found)
+}
+
 /// Polls `addr`'s `/status` until `check` holds (bounded).
 async fn until(addr: SocketAddr, what: &str, check: impl Fn(&Value) -> bool) -> Value {
     let deadline = Instant::now() + Duration::from_secs(15);
@@ -225,6 +263,27 @@ async fn commands_reach_every_browser_through_every_instance_and_status_lists_th
     unique.sort();
     unique.dedup();
     assert_eq!(unique.len(), all.len(), "no id twice");
+
+    // MCP over HTTP on an instance that holds no browser: both listed, and a call to the
+    // selected one reaches it on its instance.
+    let url_c = format!("http://{}/mcp", c.addr());
+    let session = tokio::task::spawn_blocking(move || {
+        let (session, init) = mcp(&url_c, "", Some(0), "initialize", json!({
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}));
+        assert_eq!(init["result"]["serverInfo"]["name"], "browser-operator", "{init}");
+        mcp(&url_c, &session, None, "notifications/initialized", json!({}));
+        let (_, listed) = mcp(&url_c, &session, Some(1), "tools/call", json!({"name": "list_connected_browsers", "arguments": {}}));
+        let text = listed["result"]["content"][0]["text"].as_str().unwrap_or("").to_string();
+        assert!(text.contains("\"one\"") && text.contains("\"two\""), "{listed}");
+        let (_, chosen) = mcp(&url_c, &session, Some(2), "tools/call", json!({"name": "select_browser", "arguments": {"target": "two"}}));
+        assert_eq!(chosen["result"]["isError"], false, "{chosen}");
+        let (_, called) = mcp(&url_c, &session, Some(3), "tools/call", json!({"name": "update_plan", "arguments": {"n": 9, "domains": ["x"], "approach": ["y"]}}));
+        assert_eq!(called["result"]["content"][0]["text"], "two:9", "{called}");
+        session
+    })
+    .await
+    .unwrap();
+    assert!(!session.is_empty());
 
     // A key prefix is a fleet of its own: another product on the same Redis sees none of it.
     let other = instance(&url, "t1-other:", "x").await;

@@ -302,6 +302,12 @@ impl Fleet {
             .map_err(io::Error::other)?;
         tokio::spawn(Arc::clone(&fleet).subscribe_loop());
         tokio::spawn(Arc::clone(&fleet).presence_loop(presence_rx, addr));
+        // Ready when subscribed (a reachable Redis answers within milliseconds); an unreachable
+        // one leaves the instance degraded, trying on.
+        let ready = tokio::time::Instant::now() + OP_TIMEOUT;
+        while !fleet.subscribed.load(Ordering::Relaxed) && tokio::time::Instant::now() < ready {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
         crate::log::line(format_args!(
             "joined the fleet in {} as instance '{}' (presence TTL {} s)",
             fleet.describe,
