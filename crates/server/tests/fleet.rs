@@ -620,3 +620,175 @@ async fn tokens_issued_and_revoked_with_the_cli_count_on_every_instance_behind_a
     }
     let _ = std::fs::remove_dir_all(config);
 }
+
+/// Runs `openssl` with `args` in `dir`.
+fn openssl(dir: &std::path::Path, args: &[&str]) {
+    let out = std::process::Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("openssl runs (Debian's openssl package)");
+    assert!(
+        out.status.success(),
+        "openssl {args:?}: {}",
+        text(&out.stderr)
+    );
+}
+
+/// A redis-server that speaks only TLS, with a certificate from a CA of the test's own.
+struct TlsRedis {
+    port: u16,
+    child: std::process::Child,
+}
+
+impl Drop for TlsRedis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rediss_with_a_private_ca_given_by_file() {
+    let dir = temp_dir("fleet-tls");
+    std::fs::create_dir_all(&dir).unwrap();
+    openssl(
+        &dir,
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.pem",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=fleet-test-ca",
+        ],
+    );
+    openssl(
+        &dir,
+        &[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "redis.key",
+            "-out",
+            "redis.csr",
+            "-subj",
+            "/CN=127.0.0.1",
+        ],
+    );
+    std::fs::write(
+        dir.join("ext"),
+        "subjectAltName=IP:127.0.0.1,DNS:localhost\n",
+    )
+    .unwrap();
+    openssl(
+        &dir,
+        &[
+            "x509",
+            "-req",
+            "-in",
+            "redis.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "redis.pem",
+            "-days",
+            "2",
+            "-extfile",
+            "ext",
+        ],
+    );
+    let port = common::free_port();
+    let child = std::process::Command::new("redis-server")
+        .args([
+            "--port",
+            "0",
+            "--tls-port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+        ])
+        .args([
+            "--tls-cert-file",
+            "redis.pem",
+            "--tls-key-file",
+            "redis.key",
+            "--tls-ca-cert-file",
+            "ca.pem",
+        ])
+        .args([
+            "--tls-auth-clients",
+            "no",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
+        .current_dir(&dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("redis-server starts");
+    let redis = TlsRedis { port, child };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while tokio::net::TcpStream::connect(("127.0.0.1", redis.port))
+        .await
+        .is_err()
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the TLS redis-server never listened"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let url = format!("rediss://127.0.0.1:{}", redis.port);
+    let with_ca = |name: &str| {
+        let mut config = fleet_config(&url, "t6:", name);
+        config.ca_file = Some(dir.join("ca.pem"));
+        config
+    };
+    let start = |config: FleetConfig| async move {
+        RunningServer::start(ServerConfig {
+            fleet: Some(config),
+            ..ServerConfig::new(local(), TOKEN)
+        })
+        .await
+        .expect("instance starts")
+    };
+    let a = start(with_ca("a")).await;
+    let b = start(with_ca("b")).await;
+    let _one = FakeBrowser::run(extension(a.addr(), Some("one")).await, "one");
+    until(b.addr(), "one listed over TLS", |st| {
+        st["fleet"]["state"] == "ok" && lists(st, &[("one", "a")])
+    })
+    .await;
+    let (code, v) = command(
+        b.addr(),
+        json!({"tool": "t", "target": "one", "args": {"n": 5}}),
+    )
+    .await;
+    assert_eq!(code, 200, "{v}");
+    assert_eq!(answer_text(&v), "one:5");
+
+    // Without the CA file the certificate is not trusted: degraded, saying why.
+    let untrusting = start(fleet_config(&url, "t6:", "c")).await;
+    let st = status(untrusting.addr()).await;
+    assert_eq!(st["fleet"]["state"], "degraded", "{st}");
+    for s in [a, b, untrusting] {
+        s.shutdown().await;
+    }
+    drop(redis);
+    let _ = std::fs::remove_dir_all(dir);
+}

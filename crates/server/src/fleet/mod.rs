@@ -106,6 +106,10 @@ impl FleetConfig {
         if self.presence_ttl < Duration::from_secs(1) {
             return Err(bad("the presence TTL must be at least 1 s".into()));
         }
+        if self.url.starts_with("rediss://") {
+            // rustls needs its crypto named once per process; already named is fine.
+            let _ = rustls::crypto::ring::default_provider().install_default();
+        }
         let client = match &self.ca_file {
             Some(path) => {
                 if !self.url.starts_with("rediss://") {
