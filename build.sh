@@ -149,15 +149,15 @@ setup_xvfb() {
 
 # The fleet tests (crates/server/tests/fleet.rs, tests/tests/fleet.rs) and the bench's fleet
 # rows start their own redis-server and nginx (Debian's packages) on free loopback ports; no
-# system service is used.
+# system service is used. openssl makes the TLS test's certificates.
 setup_fleet_tools() {
-  have redis-server && have nginx && return 0
+  have redis-server && have nginx && have openssl && return 0
   if have apt-get && as_root true 2>/dev/null; then
-    say "installing redis-server and nginx (Debian packages; the fleet tests start their own)"
+    say "installing redis-server, nginx and openssl (Debian packages; the fleet tests start their own)"
     as_root apt-get update -qq
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server nginx >/dev/null
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server nginx openssl >/dev/null
   else
-    echo "redis-server or nginx is missing: install redis-server and nginx (the fleet tests need them)." >&2
+    echo "redis-server, nginx or openssl is missing: install them (the fleet tests need them)." >&2
     return 1
   fi
 }
