@@ -147,6 +147,21 @@ setup_xvfb() {
   fi
 }
 
+# The fleet tests (crates/server/tests/fleet.rs, tests/tests/fleet.rs) and the bench's fleet
+# rows start their own redis-server and nginx (Debian's packages) on free loopback ports; no
+# system service is used. openssl makes the TLS test's certificates.
+setup_fleet_tools() {
+  have redis-server && have nginx && have openssl && return 0
+  if have apt-get && as_root true 2>/dev/null; then
+    say "installing redis-server, nginx and openssl (Debian packages; the fleet tests start their own)"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server nginx openssl >/dev/null
+  else
+    echo "redis-server, nginx or openssl is missing: install them (the fleet tests need them)." >&2
+    return 1
+  fi
+}
+
 # wasm-opt for size. --low-memory-unused: the first 1 KB is the far end of the 1 MB stack and no
 # valid address plus a small constant wraps past 4 GB into it, so such a sum folds into the
 # load's offset (about 1 % smaller, measured with -Oz alone: the worker 361,158 -> 356,943
@@ -297,14 +312,14 @@ fuzz() {
 
 cmd="${1:-help}"
 case "$cmd" in
-  setup) setup_rust; setup_chromium; setup_xvfb; setup_python_client ;;
+  setup) setup_rust; setup_chromium; setup_xvfb; setup_python_client; setup_fleet_tools ;;
   build) setup_rust; apply_brand; build_worker; build_server ;;
   brand) apply_brand ;;
   package) setup_rust; setup_chromium; package ;;
   lint) setup_rust; lint ;;
   fuzz) setup_rust; fuzz ;;
   test)
-    setup_rust; setup_chromium; setup_xvfb; setup_python_client; setup_nextest || true
+    setup_rust; setup_chromium; setup_xvfb; setup_python_client; setup_fleet_tools; setup_nextest || true
     build_worker; build_server
     lint
     # The store zip, which tests/tests/package.rs unpacks and drives in Chromium.
@@ -316,7 +331,7 @@ case "$cmd" in
     # baseline and writes docs/BENCHMARKS.md and docs/benchmarks.svg; BENCH_ROUNDS and
     # BENCH_ONLY=<section> shorten it. `./build.sh bench all` then runs the older bench_*
     # binaries too (each its own measure and baseline, printed).
-    setup_rust; setup_chromium; setup_playwright_mcp
+    setup_rust; setup_chromium; setup_playwright_mcp; setup_fleet_tools
     build_worker
     say "building the server and the bench (release)"
     cargo build --release -p browser-operator-server -p browser-operator-e2e --bin browser-operator --bin bench

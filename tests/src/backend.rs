@@ -268,6 +268,7 @@ impl Caller {
             target: None,
             timeout: Some(Duration::from_secs(60)),
             agent: self.agent.clone(),
+            id: None,
         };
         let answer = tokio::task::spawn_blocking(move || call::call(&request))
             .await

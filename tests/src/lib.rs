@@ -22,6 +22,7 @@ pub mod cdp;
 pub mod display;
 pub mod error;
 pub mod fixtures;
+pub mod fleet;
 pub mod mcp;
 pub mod process;
 

@@ -64,10 +64,13 @@ impl From<CommandError> for ApiError {
             | CommandError::TooManyPending { .. }
             | CommandError::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
             CommandError::NoRandomness(_) => StatusCode::INTERNAL_SERVER_ERROR,
-            CommandError::TargetRequired { .. } | CommandError::UnknownTarget { .. } => {
-                StatusCode::CONFLICT
-            }
+            CommandError::TargetRequired { .. }
+            | CommandError::UnknownTarget { .. }
+            | CommandError::IdInUse { .. } => StatusCode::CONFLICT,
             CommandError::Timeout { .. } => StatusCode::GATEWAY_TIMEOUT,
+            CommandError::Fleet { status, .. } => {
+                StatusCode::from_u16(status).unwrap_or(StatusCode::SERVICE_UNAVAILABLE)
+            }
         };
         ApiError::new(status, e.to_string())
     }
@@ -101,6 +104,20 @@ pub struct CommandRequest {
     /// group (an MCP server sets it per client session).
     #[serde(default)]
     pub agent: Option<String>,
+    /// The caller's id for this command, so that a retry (after a timeout, a lost answer, an
+    /// instance of the fleet that went away) runs it at most once: the browser answers a
+    /// repeated id with the result of its one run. 1 to [`MAX_CALLER_ID`] characters of
+    /// `A-Z a-z 0-9 . _ : -`.
+    #[serde(default)]
+    pub id: Option<String>,
+}
+
+/// The longest caller id a command may have.
+pub const MAX_CALLER_ID: usize = 128;
+
+/// The id the browser sees for a command the caller named `id`.
+pub fn wire_id(id: &str) -> String {
+    format!("req-{id}")
 }
 
 impl CommandRequest {
@@ -126,6 +143,18 @@ impl CommandRequest {
         }
         if request.timeout_ms == Some(0) {
             return Err("Invalid command request: `timeoutMs` must be at least 1.".into());
+        }
+        if let Some(id) = &request.id {
+            if id.is_empty()
+                || id.len() > MAX_CALLER_ID
+                || !id
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '-'))
+            {
+                return Err(format!(
+                    "Invalid command request: `id` must be 1 to {MAX_CALLER_ID} characters of A-Z a-z 0-9 . _ : - (a retry sends the same id)."
+                ));
+            }
         }
         if let Some(agent) = &request.agent {
             if agent.is_empty()
@@ -210,16 +239,18 @@ async fn run(
         .as_deref()
         .map(str::trim)
         .filter(|t| !t.is_empty());
+    let id = request.id.as_deref().map(wire_id);
     let result = app
         .relay
-        .run_command_bounded(
-            &request.tool,
-            request.args.clone().unwrap_or_default(),
+        .run_request(crate::relay::Request {
+            tool: &request.tool,
+            args: request.args.clone().unwrap_or_default(),
             target,
-            timeout,
-            bound,
-            request.agent.as_deref(),
-        )
+            base: timeout,
+            base_bound: bound,
+            agent: request.agent.as_deref(),
+            id: id.as_deref(),
+        })
         .await;
     // Timeouts and completed commands are logged by the relay, with their id.
     if let Err(e) = &result {
@@ -228,9 +259,11 @@ async fn run(
             CommandError::TargetRequired { .. } => Some("several browsers and no target"),
             CommandError::UnknownTarget { .. } => Some("unknown target"),
             CommandError::TooManyPending { .. } => Some("too many pending commands"),
+            CommandError::IdInUse { .. } => Some("command id in use for another target"),
             CommandError::Timeout { .. }
             | CommandError::ShuttingDown
-            | CommandError::NoRandomness(_) => None,
+            | CommandError::NoRandomness(_)
+            | CommandError::Fleet { .. } => None,
         };
         if let Some(why) = why {
             crate::log::line(format_args!("command {} refused: {why}", request.tool));
@@ -254,19 +287,58 @@ pub(crate) async fn status(
         .await;
         return ApiError::unauthorized().into_response();
     }
-    let browsers: Vec<Value> = app
-        .relay
-        .browsers()
-        .into_iter()
-        .map(|b| json!({ "target": b.target, "connectedAt": b.connected_at }))
-        .collect();
+    let local = app.relay.browsers();
+    let mut fleet_report = Value::Null;
+    let browsers: Vec<Value> = match app.relay.fleet() {
+        None => local
+            .into_iter()
+            .map(|b| json!({ "target": b.target, "connectedAt": b.connected_at }))
+            .collect(),
+        Some(fleet) => {
+            let me = fleet.instance().to_string();
+            let listed = fleet.browsers().await;
+            let degraded = fleet.degraded().or_else(|| listed.as_ref().err().cloned());
+            fleet_report = json!({
+                "instance": me,
+                "state": if degraded.is_some() { "degraded" } else { "ok" },
+                "error": degraded,
+                "localBrowsers": local.len(),
+                "tokens": app.tokens.known(),
+            });
+            match listed {
+                Ok(all) => all
+                    .into_iter()
+                    .map(|b| {
+                        json!({
+                            "target": b.target,
+                            "connectedAt": b.connected_at,
+                            "instance": b.instance,
+                            "local": b.instance == me,
+                        })
+                    })
+                    .collect(),
+                // Degraded: only what this instance knows.
+                Err(_) => local
+                    .into_iter()
+                    .map(|b| {
+                        json!({
+                            "target": b.target,
+                            "connectedAt": b.connected_at,
+                            "instance": me,
+                            "local": true,
+                        })
+                    })
+                    .collect(),
+            }
+        }
+    };
     let paused: Vec<Value> = app
         .relay
         .paused()
         .into_iter()
         .map(|(target, since)| json!({ "target": target, "since": since }))
         .collect();
-    Json(json!({
+    let mut report = json!({
         "version": env!("CARGO_PKG_VERSION"),
         "browsers": browsers,
         "wsConnections": app.relay.ws_connections(),
@@ -274,8 +346,11 @@ pub(crate) async fn status(
         "authFailures": app.relay.auth_failures(),
         "pendingCommands": app.relay.pending_commands(),
         "paused": paused,
-    }))
-    .into_response()
+    });
+    if !fleet_report.is_null() {
+        report["fleet"] = fleet_report;
+    }
+    Json(report).into_response()
 }
 
 /// `POST /disconnect` with `{"target": "…"}` or `{"tokenId": "…"}` (neither: the only
@@ -313,8 +388,13 @@ pub(crate) async fn disconnect(
         (Some(t), None) => crate::relay::Disconnect::Target(t.to_string()),
         (None, Some(id)) => crate::relay::Disconnect::TokenId(id.to_string()),
         (None, None) => {
-            let connected: Vec<String> =
-                app.relay.browsers().into_iter().map(|b| b.target).collect();
+            let connected: Vec<String> = match app.relay.fleet() {
+                Some(fleet) => match fleet.browsers().await {
+                    Ok(all) => all.into_iter().map(|b| b.target).collect(),
+                    Err(_) => app.relay.browsers().into_iter().map(|b| b.target).collect(),
+                },
+                None => app.relay.browsers().into_iter().map(|b| b.target).collect(),
+            };
             match connected.as_slice() {
                 [only] => crate::relay::Disconnect::Target(only.clone()),
                 [] => {
@@ -347,7 +427,32 @@ pub(crate) async fn disconnect(
         .filter(|c| !c.is_control())
         .take(200)
         .collect();
-    let targets = app.relay.disconnect(&which, &reason);
+    let mut targets = app.relay.disconnect(&which, &reason);
+    if let Some(fleet) = app.relay.fleet() {
+        // The browsers on other instances: every instance disconnects its own.
+        if let Ok(all) = fleet.browsers().await {
+            for b in all.into_iter().filter(|b| b.instance != fleet.instance()) {
+                let chosen = match &which {
+                    crate::relay::Disconnect::Target(t) => b.target == *t,
+                    crate::relay::Disconnect::TokenId(id) => b.token_id.as_deref() == Some(id),
+                };
+                if chosen {
+                    targets.push(b.target);
+                }
+            }
+        }
+        let (target, token_id) = match &which {
+            crate::relay::Disconnect::Target(t) => (Some(t.as_str()), None),
+            crate::relay::Disconnect::TokenId(id) => (None, Some(id.as_str())),
+        };
+        if let Err(e) = fleet.disconnect(target, token_id, &reason).await {
+            return ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("Disconnected {} browser(s) on this instance, but the fleet could not be told: {e}", targets.len()),
+            )
+            .into_response();
+        }
+    }
     if targets.is_empty() {
         if let crate::relay::Disconnect::Target(t) = &which {
             return ApiError::new(

@@ -25,6 +25,8 @@ pub struct Call {
     pub timeout: Option<Duration>,
     /// Sent as `agent` when set: the agent (its own tab group) the command acts for.
     pub agent: Option<String>,
+    /// Sent as `id` when set: a retry with the same id runs the command at most once.
+    pub id: Option<String>,
 }
 
 /// The server's answer to a call that reached the browser.
@@ -123,6 +125,9 @@ pub fn base_url(url: Option<&str>, port: u16) -> String {
 pub fn call(call: &Call) -> Result<Answer, CallError> {
     let url = call.url.trim_end_matches('/').to_string();
     let mut body = json!({ "tool": call.tool, "args": call.args });
+    if let Some(id) = &call.id {
+        body["id"] = json!(id);
+    }
     if let Some(agent) = &call.agent {
         body["agent"] = json!(agent);
     }

@@ -45,6 +45,68 @@ pub enum Command {
 pub struct TokenArgs {
     #[command(subcommand)]
     pub action: Option<TokenAction>,
+    /// The fleet whose tokens to manage (as `serve --redis`); without it, tokens.json.
+    #[command(flatten)]
+    pub fleet: FleetArgs,
+}
+
+/// How a server joins a fleet (many instances sharing tokens and browsers through Redis), or
+/// where `token` finds the fleet's tokens. See docs/DEPLOY.md.
+#[derive(Debug, Clone, Args)]
+pub struct FleetArgs {
+    /// Join a fleet through this Redis: redis://[:PASSWORD@]HOST:PORT[/DB], or rediss://…
+    /// for TLS.
+    #[arg(
+        long,
+        env = "BROWSER_OPERATOR_REDIS",
+        value_name = "URL",
+        global = true,
+        hide_env_values = true
+    )]
+    pub redis: Option<String>,
+    /// A PEM file of the certificate authority that signed Redis's TLS certificate (a private
+    /// CA), instead of the system's roots (rediss:// only).
+    #[arg(
+        long,
+        env = "BROWSER_OPERATOR_REDIS_CA",
+        value_name = "FILE",
+        global = true
+    )]
+    pub redis_ca: Option<std::path::PathBuf>,
+    /// Prefix of every Redis key and channel, so several products can share one Redis.
+    #[arg(long, env = "BROWSER_OPERATOR_REDIS_PREFIX", default_value = crate::fleet::keys::DEFAULT_PREFIX, global = true)]
+    pub redis_prefix: String,
+    /// This instance's name in the fleet (default: its port and a random suffix).
+    #[arg(long, value_name = "NAME", global = true)]
+    pub instance: Option<String>,
+    /// Seconds a browser's presence and an instance's heartbeat last in Redis unless the
+    /// instance refreshes them (every third of it): how long a dead instance's browsers stay
+    /// listed.
+    #[arg(long, value_name = "SECS", default_value = "10", value_parser = parse_ttl, global = true)]
+    pub presence_ttl: Duration,
+}
+
+impl FleetArgs {
+    /// The fleet these arguments name, if any.
+    pub fn config(&self) -> Option<crate::fleet::FleetConfig> {
+        let url = self.redis.as_ref().filter(|u| !u.trim().is_empty())?;
+        let mut config = crate::fleet::FleetConfig::new(url.trim());
+        config.ca_file = self.redis_ca.clone();
+        config.prefix = self.redis_prefix.clone();
+        config.instance = self.instance.clone();
+        config.presence_ttl = self.presence_ttl;
+        Some(config)
+    }
+}
+
+fn parse_ttl(s: &str) -> Result<Duration, String> {
+    let secs: f64 = s
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number of seconds"))?;
+    if !(1.0..=3600.0).contains(&secs) {
+        return Err("the presence TTL must be 1 to 3600 seconds".into());
+    }
+    Ok(Duration::from_secs_f64(secs))
 }
 
 #[derive(Debug, Subcommand)]
@@ -97,6 +159,8 @@ pub struct ServeArgs {
     /// for one itself: the experimental capability "browserOperator/ownTabGroup").
     #[arg(long)]
     pub group_per_session: bool,
+    #[command(flatten)]
+    pub fleet: FleetArgs,
 }
 
 #[derive(Debug, Args)]
@@ -105,6 +169,10 @@ pub struct CallArgs {
     pub tool: String,
     /// The tool's arguments as a JSON object, e.g. '{"tabId": 1}'.
     pub args: Option<String>,
+    /// An id for this command, so that running the same call again (after a timeout or a
+    /// lost answer) runs it at most once: the browser answers a repeated id with its result.
+    #[arg(long)]
+    pub id: Option<String>,
     /// Port of the server on 127.0.0.1.
     #[arg(long, default_value_t = DEFAULT_PORT)]
     pub port: u16,
@@ -151,10 +219,21 @@ pub fn main() -> ExitCode {
     match cli.command {
         Command::Serve(args) => serve(args),
         Command::Call(args) => run_call(args),
-        Command::Token(TokenArgs { action: None }) => show_token(),
+        Command::Token(TokenArgs {
+            action: None,
+            fleet,
+        }) if fleet.config().is_none() => show_token(),
+        Command::Token(TokenArgs {
+            action: None,
+            ..
+        }) => fail(
+            2,
+            "`token` without an action shows the main token file; with --redis, say issue, list or revoke",
+        ),
         Command::Token(TokenArgs {
             action: Some(action),
-        }) => manage_tokens(action),
+            fleet,
+        }) => manage_tokens(action, fleet),
         Command::Mcp(args) => mcp(args),
         Command::Disconnect(args) => disconnect(args),
     }
@@ -234,6 +313,7 @@ impl Setup {
             ServerConfig::new(SocketAddr::new(args.host, args.port), token.value.clone());
         config.tokens = TokenStore::from_env();
         config.group_per_session = args.group_per_session;
+        config.fleet = args.fleet.config();
         runtime.block_on(body(Setup { token, config }))
     }
 
@@ -273,6 +353,9 @@ fn serve(args: ServeArgs) -> ExitCode {
                     1,
                     format!("Cannot listen on {}: the port is in use (is another `browser-operator serve` running? Use --port to pick another).", setup.config.addr),
                 )
+            }
+            Err(e) if e.kind() == io::ErrorKind::InvalidInput || e.kind() == io::ErrorKind::PermissionDenied => {
+                return fail(1, e)
             }
             Err(e) => return setup.cannot_listen(e),
         };
@@ -375,10 +458,17 @@ fn mcp(args: ServeArgs) -> ExitCode {
     })
 }
 
-/// `token issue|list|revoke`.
-fn manage_tokens(action: TokenAction) -> ExitCode {
-    let store = TokenStore::from_env();
-    let Some(path) = store.path().map(|p| p.display().to_string()) else {
+/// `token issue|list|revoke`: in tokens.json, or the fleet's in Redis.
+fn manage_tokens(action: TokenAction, fleet: FleetArgs) -> ExitCode {
+    let fleet = fleet.config();
+    let store = match &fleet {
+        Some(config) => match config.token_store() {
+            Ok(store) => store,
+            Err(e) => return fail(1, e),
+        },
+        None => TokenStore::from_env(),
+    };
+    let Some(path) = store.location() else {
         return fail(1, main_token::TokenError::NoConfigDir);
     };
     match action {
@@ -412,6 +502,12 @@ fn manage_tokens(action: TokenAction) -> ExitCode {
                 Ok(g) => g,
                 Err(e) => return fail(1, e),
             };
+            if fleet.is_some() {
+                for t in gone {
+                    println!("Revoked {} (target '{}'). Every instance of the fleet refuses it now and disconnects the browser using it.", t.id, t.target);
+                }
+                return ExitCode::SUCCESS;
+            }
             let main = main_token::resolve(None).ok();
             for t in gone {
                 println!("Revoked {} (target '{}').", t.id, t.target);
@@ -453,6 +549,7 @@ fn run_call(args: CallArgs) -> ExitCode {
         target: args.target,
         timeout: args.timeout,
         agent: None,
+        id: args.id,
     };
     let answer = match call::call(&request) {
         Ok(a) => a,

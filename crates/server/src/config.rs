@@ -1,7 +1,7 @@
 //! What a server needs to start ([`ServerConfig`]) and the defaults `serve`, `mcp` and the tests
 //! start with.
 
-use crate::{target_tokens, throttle};
+use crate::{fleet, target_tokens, throttle};
 use std::fmt;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -38,6 +38,10 @@ pub struct ServerConfig {
     /// Every MCP client session gets its own tab group in the browser (`agent` on its
     /// commands), not only the sessions that ask for one.
     pub group_per_session: bool,
+    /// The fleet this server joins (`serve --redis`): its per-target tokens then live in
+    /// Redis (`tokens` is not used) and commands reach browsers on every instance. `None`: a
+    /// single process.
+    pub fleet: Option<fleet::FleetConfig>,
 }
 
 impl ServerConfig {
@@ -52,6 +56,7 @@ impl ServerConfig {
             auth_failure_delay: throttle::DEFAULT_FAILURE_DELAY,
             tokens: target_tokens::TokenStore::none(),
             group_per_session: false,
+            fleet: None,
         }
     }
 }
@@ -65,6 +70,7 @@ impl fmt::Debug for ServerConfig {
             .field("auth_timeout", &self.auth_timeout)
             .field("header_timeout", &self.header_timeout)
             .field("auth_failure_delay", &self.auth_failure_delay)
+            .field("fleet", &self.fleet)
             .finish()
     }
 }

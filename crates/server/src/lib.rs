@@ -8,6 +8,7 @@ pub mod api;
 pub mod call;
 pub mod cli;
 mod config;
+pub mod fleet;
 pub mod guard;
 pub mod http;
 mod http_state;

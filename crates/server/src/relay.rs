@@ -6,8 +6,10 @@ use protocol::{CommandResult, ServerFrame};
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::{mpsc, oneshot, watch};
 
@@ -149,6 +151,18 @@ pub enum CommandError {
     ShuttingDown,
     /// The operating system gave no randomness for an unguessable command id.
     NoRandomness(String),
+    /// The caller's command id is already waiting for another browser's result.
+    IdInUse {
+        id: String,
+        owner: String,
+    },
+    /// A command for a browser connected to another instance of the fleet could not be
+    /// routed, or its instance failed it (see [`Remote`]); `status` is the HTTP status to
+    /// answer with.
+    Fleet {
+        status: u16,
+        message: String,
+    },
 }
 
 impl fmt::Display for CommandError {
@@ -187,6 +201,11 @@ impl fmt::Display for CommandError {
                 f,
                 "The server could not draw a random command id ({why}); the command was not sent."
             ),
+            CommandError::IdInUse { id, owner } => write!(
+                f,
+                "Command id {id} is already waiting for the result of {owner}; a retry must name the same target, or use another id."
+            ),
+            CommandError::Fleet { message, .. } => f.write_str(message),
         }
     }
 }
@@ -232,6 +251,76 @@ impl fmt::Display for RegisterError {
 
 impl std::error::Error for RegisterError {}
 
+/// A command for [`Relay::run_request`].
+pub struct Request<'a> {
+    pub tool: &'a str,
+    pub args: Map<String, Value>,
+    /// `None`: the only browser (of the fleet, in a fleet).
+    pub target: Option<&'a str>,
+    /// How long to wait at least (see [`wait_for`]), and which bound that is.
+    pub base: Duration,
+    pub base_bound: WaitBound,
+    pub agent: Option<&'a str>,
+    /// The caller's id for the command (`None`: a new random one). A retry with the same id
+    /// runs at most once: the browser answers a repeated id with its first result, and a
+    /// retry while the first still waits joins it.
+    pub id: Option<&'a str>,
+}
+
+/// A future the [`Remote`] returns.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A command the relay hands its fleet: for a browser another instance holds.
+#[derive(Debug, Clone)]
+pub struct Routed {
+    pub id: String,
+    pub tool: String,
+    pub args: Map<String, Value>,
+    pub target: String,
+    pub agent: Option<String>,
+    /// How long the caller waits for the result, and which bound that is.
+    pub wait: Duration,
+    pub bound: WaitBound,
+}
+
+/// A browser of the fleet, wherever it is connected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FleetBrowser {
+    pub target: String,
+    /// Unix time in milliseconds.
+    pub connected_at: u64,
+    /// The instance holding its connection.
+    pub instance: String,
+    /// The per-target token id it connected with (`None`: the main token).
+    pub token_id: Option<String>,
+}
+
+/// The other instances of a fleet, as the relay sees them (implemented by `crate::fleet`,
+/// above the relay). Without one, the relay is a single process.
+pub trait Remote: Send + Sync {
+    /// A browser registered here (it holds `target` now).
+    fn registered(&self, target: &str, token_id: Option<&str>, connected_at: u64);
+    /// The browser of `target` left this instance.
+    fn unregistered(&self, target: &str);
+    /// Every browser of the fleet, this instance's included; `Err` says why the fleet could
+    /// not be asked.
+    fn browsers(&self) -> BoxFuture<'_, Result<Vec<FleetBrowser>, String>>;
+    /// Runs a command in the browser of `command.target`, which this instance does not hold.
+    fn run(&self, command: Routed) -> BoxFuture<'_, Result<CommandResult, CommandError>>;
+    /// Asks every instance to disconnect the browser of `target`, or those using the token
+    /// `token_id`, telling them `reason`.
+    fn disconnect<'a>(
+        &'a self,
+        target: Option<&'a str>,
+        token_id: Option<&'a str>,
+        reason: &'a str,
+    ) -> BoxFuture<'a, Result<(), String>>;
+    /// This instance's name in the fleet.
+    fn instance(&self) -> &str;
+    /// Why the fleet is degraded now (Redis unreachable, the subscription lost), if it is.
+    fn degraded(&self) -> Option<String>;
+}
+
 struct Browser {
     connection: ConnectionId,
     /// Unbounded, but never longer than the pending commands (at most `max_pending`).
@@ -252,9 +341,10 @@ pub enum Disconnect {
     TokenId(String),
 }
 
-/// A command waiting for its result, and the browser it was sent to.
+/// A command waiting for its result, and the browser it was sent to. A caller retrying a
+/// command with the same id while it waits joins it: each waiter gets the one result.
 struct Pending {
-    waiter: oneshot::Sender<CommandResult>,
+    waiters: Vec<oneshot::Sender<CommandResult>>,
     owner: Identity,
 }
 
@@ -275,6 +365,9 @@ struct State {
 /// API (sends commands and waits).
 pub struct Relay {
     state: Mutex<State>,
+    /// The fleet this server is part of (`serve --redis`), set once at start; `None`: a single
+    /// process, which is all the relay is without it.
+    remote: OnceLock<Arc<dyn Remote>>,
     next_connection: AtomicU64,
     ws_connections: AtomicU64,
     http_requests: AtomicU64,
@@ -328,6 +421,10 @@ impl Drop for Registration {
             .is_some_and(|b| b.connection == self.connection)
         {
             state.browsers.remove(&self.target);
+            drop(state);
+            if let Some(remote) = self.relay.remote.get() {
+                remote.unregistered(&self.target);
+            }
         }
     }
 }
@@ -340,7 +437,15 @@ struct PendingGuard<'a> {
 
 impl Drop for PendingGuard<'_> {
     fn drop(&mut self) {
-        self.relay.lock().pending.remove(&self.id);
+        let mut state = self.relay.lock();
+        // Other callers may wait for the same id (a retry that joined): the entry goes with
+        // its last waiter.
+        if let Some(pending) = state.pending.get_mut(&self.id) {
+            pending.waiters.retain(|w| !w.is_closed());
+            if pending.waiters.is_empty() {
+                state.pending.remove(&self.id);
+            }
+        }
     }
 }
 
@@ -352,12 +457,40 @@ impl Relay {
     pub fn with_limit(max_pending: usize) -> Self {
         Relay {
             state: Mutex::new(State::default()),
+            remote: OnceLock::new(),
             next_connection: AtomicU64::new(1),
             ws_connections: AtomicU64::new(0),
             http_requests: AtomicU64::new(0),
             auth_failures: AtomicU64::new(0),
             max_pending,
         }
+    }
+
+    /// Makes this relay part of a fleet: commands for targets it does not hold go to
+    /// `remote`, which hears of every browser that registers or leaves. Set once.
+    pub fn join_fleet(&self, remote: Arc<dyn Remote>) -> Result<(), &'static str> {
+        self.remote
+            .set(remote)
+            .map_err(|_| "this relay is already part of a fleet")
+    }
+
+    /// The targets of every browser a command can reach from here, sorted: in a fleet the
+    /// fleet's (this instance's own when the fleet cannot be asked).
+    pub async fn reachable_targets(&self) -> Vec<String> {
+        if let Some(remote) = self.remote.get() {
+            if let Ok(list) = remote.browsers().await {
+                let mut targets: Vec<String> = list.into_iter().map(|b| b.target).collect();
+                targets.sort();
+                targets.dedup();
+                return targets;
+            }
+        }
+        self.browsers().into_iter().map(|b| b.target).collect()
+    }
+
+    /// The fleet, when this relay is part of one.
+    pub fn fleet(&self) -> Option<&Arc<dyn Remote>> {
+        self.remote.get()
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -397,7 +530,21 @@ impl Relay {
             .is_some_and(|b| b.connection == connection)
         {
             state.browsers.remove(target);
+            drop(state);
+            if let Some(remote) = self.remote.get() {
+                remote.unregistered(target);
+            }
         }
+    }
+
+    /// The per-target token id each browser connected with, by target (`None`: the main
+    /// token).
+    pub fn token_ids(&self) -> Vec<(String, Option<String>)> {
+        self.lock()
+            .browsers
+            .iter()
+            .map(|(t, b)| (t.clone(), b.token_id.clone()))
+            .collect()
     }
 
     /// Whether `connection` was removed by [`Relay::disconnect`] (asked once).
@@ -480,16 +627,21 @@ impl Relay {
             }
         }
         let (kick, kicked) = watch::channel(None);
+        let connected_at = unix_ms();
         state.browsers.insert(
             target.to_string(),
             Browser {
                 connection,
                 frames,
-                connected_at: unix_ms(),
+                connected_at,
                 token_id: token_id.map(str::to_string),
                 kick,
             },
         );
+        drop(state);
+        if let Some(remote) = self.remote.get() {
+            remote.registered(target, token_id, connected_at);
+        }
         Ok(Registration {
             relay: Arc::clone(self),
             target: target.to_string(),
@@ -525,6 +677,12 @@ impl Relay {
                 ));
             }
         }
+        drop(state);
+        if let Some(remote) = self.remote.get() {
+            for target in &chosen {
+                remote.unregistered(target);
+            }
+        }
         chosen
     }
 
@@ -554,8 +712,130 @@ impl Relay {
         base_bound: WaitBound,
         agent: Option<&str>,
     ) -> Result<CommandResult, CommandError> {
+        self.run_request(Request {
+            tool,
+            args,
+            target,
+            base,
+            base_bound,
+            agent,
+            id: None,
+        })
+        .await
+    }
+
+    /// Runs `request` in the browser of its target: this process's own, or, in a fleet, the
+    /// one another instance holds (through [`Remote::run`]).
+    pub async fn run_request(&self, request: Request<'_>) -> Result<CommandResult, CommandError> {
+        let Some(remote) = self.remote.get() else {
+            return self.run_local(request).await;
+        };
+        let Request {
+            tool,
+            args,
+            target,
+            base,
+            base_bound,
+            agent,
+            id,
+        } = request;
+        let chosen = match target {
+            Some(t) => t.to_string(),
+            None => match self.choose_in_fleet(remote.as_ref()).await? {
+                Some(t) => t,
+                // The fleet could not be asked: this instance's own browsers decide.
+                None => {
+                    return self
+                        .run_local(Request {
+                            tool,
+                            args,
+                            target,
+                            base,
+                            base_bound,
+                            agent,
+                            id,
+                        })
+                        .await
+                }
+            },
+        };
+        if self.lock().browsers.contains_key(&chosen) {
+            return self
+                .run_local(Request {
+                    tool,
+                    args,
+                    target: Some(&chosen),
+                    base,
+                    base_bound,
+                    agent,
+                    id,
+                })
+                .await;
+        }
+        if self.lock().closed {
+            return Err(CommandError::ShuttingDown);
+        }
+        let (wait, bound) = wait_for(tool, &args, base, base_bound);
+        let id = match id {
+            Some(id) => id.to_string(),
+            None => new_command_id()?,
+        };
+        let started = Instant::now();
+        let outcome = remote
+            .run(Routed {
+                id: id.clone(),
+                tool: tool.to_string(),
+                args,
+                target: chosen.clone(),
+                agent: agent.map(str::to_string),
+                wait,
+                bound,
+            })
+            .await;
+        let elapsed = started.elapsed().as_millis();
+        let status = match &outcome {
+            Ok(r) if matches!(r.outcome, protocol::Outcome::Result { .. }) => "ok",
+            Ok(_) => "error",
+            Err(CommandError::Timeout { .. }) => "timed out",
+            Err(_) => "failed",
+        };
+        crate::log::line(format_args!(
+            "command {id} {tool} for '{chosen}' (routed through the fleet): {status} in {elapsed} ms"
+        ));
+        outcome
+    }
+
+    /// The target a command that named none goes to, from every browser of the fleet;
+    /// `None` when the fleet could not be asked.
+    async fn choose_in_fleet(&self, remote: &dyn Remote) -> Result<Option<String>, CommandError> {
+        let fleet = match remote.browsers().await {
+            Ok(list) => list,
+            Err(_) => return Ok(None),
+        };
+        let mut targets: Vec<String> = fleet.into_iter().map(|b| b.target).collect();
+        targets.sort();
+        targets.dedup();
+        match targets.len() {
+            0 => Err(CommandError::NoBrowser),
+            1 => Ok(targets.pop()),
+            _ => Err(CommandError::TargetRequired { connected: targets }),
+        }
+    }
+
+    /// Runs `request` in a browser this process holds (what an instance of a fleet does with
+    /// a command another instance routed to it).
+    pub async fn run_local(&self, request: Request<'_>) -> Result<CommandResult, CommandError> {
+        let Request {
+            tool,
+            args,
+            target,
+            base,
+            base_bound,
+            agent,
+            id,
+        } = request;
         let (timeout, bound) = wait_for(tool, &args, base, base_bound);
-        let (id, receiver) = self.send_command(tool, args, target, agent)?;
+        let (id, receiver) = self.send_command(tool, args, target, agent, id)?;
         let guard = PendingGuard { relay: self, id };
         let started = Instant::now();
         let outcome = tokio::time::timeout(timeout, receiver).await;
@@ -599,6 +879,7 @@ impl Relay {
         args: Map<String, Value>,
         target: Option<&str>,
         agent: Option<&str>,
+        given_id: Option<&str>,
     ) -> Result<(String, oneshot::Receiver<CommandResult>), CommandError> {
         let mut state = self.lock();
         if state.closed {
@@ -631,15 +912,28 @@ impl Relay {
                 })
             }
         };
-        if state.pending.len() >= self.max_pending {
+        let owner = match state.browsers.get(&chosen) {
+            Some(b) => Identity::new(chosen.as_str(), b.token_id.as_deref()),
+            None => return Err(CommandError::NoBrowser),
+        };
+        let joins = match given_id.and_then(|id| state.pending.get(id)) {
+            Some(pending) if pending.owner != owner => {
+                return Err(CommandError::IdInUse {
+                    id: given_id.unwrap_or_default().to_string(),
+                    owner: pending.owner.to_string(),
+                })
+            }
+            Some(_) => true,
+            None => false,
+        };
+        if !joins && state.pending.len() >= self.max_pending {
             return Err(CommandError::TooManyPending {
                 limit: self.max_pending,
             });
         }
-        let id = new_command_id()?;
-        let owner = match state.browsers.get(&chosen) {
-            Some(b) => Identity::new(chosen.as_str(), b.token_id.as_deref()),
-            None => return Err(CommandError::NoBrowser),
+        let id = match given_id {
+            Some(id) => id.to_string(),
+            None => new_command_id()?,
         };
         let frame = ServerFrame::Command {
             id: id.clone(),
@@ -654,8 +948,18 @@ impl Relay {
         if !sent {
             return Err(CommandError::NoBrowser);
         }
+        // A retry of a waiting command is sent again (the browser runs each id once and
+        // answers a repeat with the same result) and waits for the one result.
         let (waiter, receiver) = oneshot::channel();
-        state.pending.insert(id.clone(), Pending { waiter, owner });
+        state
+            .pending
+            .entry(id.clone())
+            .or_insert_with(|| Pending {
+                waiters: Vec::new(),
+                owner,
+            })
+            .waiters
+            .push(waiter);
         Ok((id, receiver))
     }
 
@@ -671,7 +975,11 @@ impl Relay {
                 owner: pending.owner.clone(),
             };
         }
-        let waiter = state.pending.remove(&result.command_id).map(|p| p.waiter);
+        let waiters = state
+            .pending
+            .remove(&result.command_id)
+            .map(|p| p.waiters)
+            .unwrap_or_default();
         if result.paused {
             state
                 .paused
@@ -681,9 +989,14 @@ impl Relay {
             state.paused.remove(&from.target);
         }
         drop(state);
-        match waiter.map(|w| w.send(result)) {
-            Some(Ok(())) => Delivery::Accepted,
-            _ => Delivery::Unknown,
+        let mut accepted = false;
+        for waiter in waiters {
+            accepted |= waiter.send(result.clone()).is_ok();
+        }
+        if accepted {
+            Delivery::Accepted
+        } else {
+            Delivery::Unknown
         }
     }
 

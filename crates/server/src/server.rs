@@ -2,6 +2,7 @@
 //! transports, the command API, `/pair`, MCP at `/mcp`) and shuts down.
 
 use crate::config::ServerConfig;
+use crate::fleet::Fleet;
 use crate::mcp::OwnServer;
 use crate::relay::Relay;
 use crate::state::{AppState, LiveSessions};
@@ -36,6 +37,7 @@ pub struct RunningServer {
     stop: watch::Sender<bool>,
     live: LiveSessions,
     serve: Option<JoinHandle<()>>,
+    fleet: Option<Arc<Fleet>>,
 }
 
 impl RunningServer {
@@ -59,6 +61,16 @@ impl RunningServer {
         let addr = listener.local_addr()?;
 
         let relay = Arc::new(Relay::new());
+        let mut tokens = config.tokens;
+        let fleet = match &config.fleet {
+            Some(fleet) => {
+                let fleet = Fleet::start(fleet, &relay, addr).await?;
+                // A fleet's per-target tokens are the ones in Redis.
+                tokens = fleet.token_store();
+                Some(fleet)
+            }
+            None => None,
+        };
         let (stop, stop_rx) = watch::channel(false);
         let live = LiveSessions::new();
         let app = AppState {
@@ -69,7 +81,7 @@ impl RunningServer {
             addr,
             shutdown: stop_rx.clone(),
             live: live.clone(),
-            tokens: config.tokens,
+            tokens,
             http: Arc::default(),
             throttle: Arc::new(AuthThrottle::new(config.auth_failure_delay)),
             group_per_session: config.group_per_session,
@@ -93,6 +105,7 @@ impl RunningServer {
             stop,
             live,
             serve: Some(serve),
+            fleet,
         })
     }
 
@@ -135,6 +148,9 @@ impl RunningServer {
                 let _ = serve.await;
             }
         }
+        if let Some(fleet) = self.fleet.take() {
+            fleet.shutdown().await;
+        }
     }
 }
 
@@ -142,6 +158,9 @@ impl Drop for RunningServer {
     fn drop(&mut self) {
         self.relay.close();
         self.stop.send_replace(true);
+        if let Some(fleet) = &self.fleet {
+            fleet.stop_tasks();
+        }
     }
 }
 

@@ -4,7 +4,8 @@
 //! reconnects after a server restart and `token list|revoke` see it. The file is the source of
 //! truth and is re-read at every check, so a token revoked by `browser-operator token revoke`
 //! in another process is refused from then on; closing its live connection is
-//! [`crate::relay::Relay::disconnect`]'s job.
+//! [`crate::relay::Relay::disconnect`]'s job. A server in a fleet (`serve --redis`) keeps them
+//! in Redis instead, through a [`SharedTokens`] (`crate::fleet`).
 
 use crate::secret::constant_time_eq;
 use serde::{Deserialize, Serialize};
@@ -12,6 +13,7 @@ use std::fmt;
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// File name of the per-target token store inside the config directory.
@@ -61,11 +63,19 @@ struct StoreFile {
 /// Why the store could not be read or changed.
 #[derive(Debug)]
 pub enum StoreError {
-    Io { path: PathBuf, source: io::Error },
-    Corrupt { path: PathBuf, reason: String },
+    Io {
+        path: PathBuf,
+        source: io::Error,
+    },
+    Corrupt {
+        path: PathBuf,
+        reason: String,
+    },
     BadTarget(String),
     Full,
     NotFound(String),
+    /// The shared store (the fleet's Redis) could not be read or changed.
+    Shared(String),
 }
 
 impl fmt::Display for StoreError {
@@ -86,22 +96,70 @@ impl fmt::Display for StoreError {
                 f,
                 "No token has the id or target '{what}' (see `browser-operator token list`)"
             ),
+            StoreError::Shared(why) => f.write_str(why),
         }
     }
 }
 
 impl std::error::Error for StoreError {}
 
-/// The per-target tokens in one file. A store without a file (`None`) holds no tokens.
+/// Tokens kept where several servers share them (a fleet's Redis), implemented above this
+/// module (`crate::fleet`).
+pub trait SharedTokens: Send + Sync + fmt::Debug {
+    /// Every token, read now from the shared store.
+    fn list(&self) -> Result<Vec<IssuedToken>, StoreError>;
+    /// The tokens as last read (what checking a browser's token uses: no I/O); `None` before
+    /// the first read.
+    fn cached(&self) -> Option<Vec<IssuedToken>>;
+    /// Removes the tokens with the ids `remove` and adds `add`, at once, and tells every server.
+    fn change(&self, remove: &[String], add: Option<&IssuedToken>) -> Result<(), StoreError>;
+    /// Where the tokens are, for messages (never with a password).
+    fn describe(&self) -> String;
+}
+
+/// The per-target tokens in one file, or in a [`SharedTokens`]. A store without either holds
+/// no tokens.
 #[derive(Debug, Clone, Default)]
 pub struct TokenStore {
     path: Option<PathBuf>,
+    shared: Option<Arc<dyn SharedTokens>>,
 }
 
 impl TokenStore {
     pub fn at(path: impl Into<PathBuf>) -> Self {
         TokenStore {
             path: Some(path.into()),
+            shared: None,
+        }
+    }
+
+    /// Tokens kept in `shared` (a fleet's Redis).
+    pub fn shared(shared: Arc<dyn SharedTokens>) -> Self {
+        TokenStore {
+            path: None,
+            shared: Some(shared),
+        }
+    }
+
+    /// Whether tokens can be kept (a file or a shared store).
+    pub fn can_store(&self) -> bool {
+        self.path.is_some() || self.shared.is_some()
+    }
+
+    /// How many tokens a browser's token is checked against now (a shared store's copy).
+    pub fn known(&self) -> usize {
+        match &self.shared {
+            Some(shared) => shared.cached().map_or(0, |t| t.len()),
+            None => self.list().map_or(0, |t| t.len()),
+        }
+    }
+
+    /// Where the tokens are kept, for messages.
+    pub fn location(&self) -> Option<String> {
+        match (&self.shared, &self.path) {
+            (Some(shared), _) => Some(shared.describe()),
+            (None, Some(path)) => Some(path.display().to_string()),
+            (None, None) => None,
         }
     }
 
@@ -116,7 +174,7 @@ impl TokenStore {
 
     /// A store that holds nothing (servers started without a config directory).
     pub fn none() -> Self {
-        TokenStore { path: None }
+        TokenStore::default()
     }
 
     pub fn path(&self) -> Option<&Path> {
@@ -125,6 +183,9 @@ impl TokenStore {
 
     /// Every stored token; an absent file is an empty store.
     pub fn list(&self) -> Result<Vec<IssuedToken>, StoreError> {
+        if let Some(shared) = &self.shared {
+            return shared.list();
+        }
         let Some(path) = &self.path else {
             return Ok(Vec::new());
         };
@@ -148,7 +209,10 @@ impl TokenStore {
     /// The stored token equal to `presented`, compared in constant time against every entry.
     /// An unreadable store matches nothing.
     pub fn find(&self, presented: &str) -> Option<IssuedToken> {
-        let tokens = self.list().ok()?;
+        let tokens = match &self.shared {
+            Some(shared) => shared.cached()?,
+            None => self.list().ok()?,
+        };
         let mut found = None;
         for t in tokens {
             if constant_time_eq(t.token.as_bytes(), presented.as_bytes()) && found.is_none() {
@@ -181,12 +245,13 @@ impl TokenStore {
     ) -> Result<IssuedToken, StoreError> {
         protocol::config::check_target(target).map_err(|e| StoreError::BadTarget(e.to_string()))?;
         let mut tokens = self.list()?;
+        let mut pruned = Vec::new();
         if paired && tokens.iter().filter(|t| t.paired).count() >= MAX_PAIRED {
             if let Some(oldest) = tokens
                 .iter()
                 .position(|t| t.paired && !connected(&t.target))
             {
-                tokens.remove(oldest);
+                pruned.push(tokens.remove(oldest).id);
             }
         }
         if tokens.len() >= MAX_TOKENS {
@@ -209,6 +274,10 @@ impl TokenStore {
                 .unwrap_or(0),
             paired,
         };
+        if let Some(shared) = &self.shared {
+            shared.change(&pruned, Some(&issued))?;
+            return Ok(issued);
+        }
         tokens.push(issued.clone());
         self.save(tokens)?;
         Ok(issued)
@@ -222,6 +291,11 @@ impl TokenStore {
             .partition(|t| t.id == which || t.target == which);
         if gone.is_empty() {
             return Err(StoreError::NotFound(which.to_string()));
+        }
+        if let Some(shared) = &self.shared {
+            let ids: Vec<String> = gone.iter().map(|t| t.id.clone()).collect();
+            shared.change(&ids, None)?;
+            return Ok(gone);
         }
         self.save(kept)?;
         Ok(gone)

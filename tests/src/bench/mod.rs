@@ -74,7 +74,7 @@ pub fn scaled(rounds: usize, fraction: f64, min: usize) -> usize {
 }
 
 /// Sections of the run, in order; `BENCH_ONLY` (comma-separated) picks some.
-pub const SECTIONS: [&str; 7] = [
+pub const SECTIONS: [&str; 8] = [
     "latency",
     "screenshot",
     "tree",
@@ -82,6 +82,7 @@ pub const SECTIONS: [&str; 7] = [
     "codemode",
     "wasm",
     "throughput",
+    "fleet",
 ];
 
 /// The sections `BENCH_ONLY` names (all when unset); an unknown name is an error that lists them.

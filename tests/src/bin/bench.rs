@@ -15,7 +15,9 @@
 //! - `BENCH_ROUNDS` (default 200): rounds of the quick latency measures; slower sections take a
 //!   fraction of it (at least 3–10 rounds each);
 //! - `BENCH_ONLY=<section>[,<section>…]`: only those sections (latency, screenshot, tree, text,
-//!   codemode, wasm, throughput); the report then goes to `target/bench/` unless `BENCH_OUT`;
+//!   codemode, wasm, throughput, fleet); the report then goes to `target/bench/` unless
+//!   `BENCH_OUT` (`BENCH_ONLY=fleet` runs issue 18's rows alone: a fleet of three on a
+//!   redis-server of its own);
 //! - `BENCH_CODEMODE_DIAG` (set): instead of section 5's rows, print where code mode's time goes:
 //!   20 `btcp.__invoke` calls over raw CDP and one script beside them on a todo list of 0, 300 and
 //!   600 items (the page's own render time and the gaps between calls, from a hook on `render`),
@@ -1355,6 +1357,112 @@ impl Bench {
         Ok(())
     }
 
+    // 8 (issue 18). A fleet of three instances on Redis: a command routed through another
+    //    instance beside the same command on the instance holding the browser, and commands per
+    //    second through the fleet beside a single instance without Redis.
+    async fn fleet(&mut self) -> Result<()> {
+        use browser_operator_e2e::fleet::{Instance, RedisProcess};
+        let token = self.server.token.clone();
+        // The single instance first (the bench's own server, no Redis).
+        self.direct_websocket().await?;
+        let single_lanes: Vec<Api> = (0..IN_FLIGHT).map(|_| self.server.api()).collect();
+        let chunks = scaled(self.rounds, 0.02, 2);
+        self.chunk(&single_lanes, false).await?;
+        let mut single = Vec::new();
+        for _ in 0..chunks {
+            single.push(self.chunk(&single_lanes, false).await?);
+        }
+
+        let dir = browser_operator_e2e::temp_dir("bench-fleet");
+        let redis = RedisProcess::start("bench").await?;
+        let binary = server_binary()?;
+        let mut instances = Vec::new();
+        for name in ["f1", "f2", "f3"] {
+            instances.push(Instance::start(&binary, &redis.url(), name, &token, 10, &dir).await?);
+        }
+        // The browser moves to f1.
+        let answer = self.api.post("/disconnect", "{}").await?;
+        if answer.status != 200 {
+            return Err(Error::new(format!(
+                "POST /disconnect: HTTP {}: {}",
+                answer.status, answer.body
+            )));
+        }
+        let ws = format!("ws://{}/ws", instances[0].addr);
+        self.browser
+            .configure_transport("websocket", &ws, &token, None)
+            .await?;
+        self.browser.wait_status("connected", CONNECT_WAIT).await?;
+        self.current = ("websocket".into(), ws);
+        let direct = Api::new(instances[0].addr, &token);
+        let routed = Api::new(instances[1].addr, &token);
+        let args = plan_args();
+        let deadline = Instant::now() + CONNECT_WAIT;
+        while routed.text("update_plan", &args).await.is_err() {
+            if Instant::now() > deadline {
+                return Err(Error::new(format!(
+                    "the fleet never routed a command: {}",
+                    instances[1].log_tail()
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let rounds = scaled(self.rounds, 1.0, 20);
+        for _ in 0..10 {
+            direct.text("update_plan", &args).await?;
+            routed.text("update_plan", &args).await?;
+        }
+        let mut samples: [Vec<f64>; 2] = Default::default();
+        for round in 0..rounds {
+            for arm in rotation(round, 2) {
+                let api = if arm == 0 { &routed } else { &direct };
+                let t = Instant::now();
+                api.text("update_plan", &args).await?;
+                samples[arm].push(ms(t.elapsed()));
+            }
+        }
+        self.push(
+            Row::new(
+                8,
+                "update_plan routed through another instance of a fleet of three (Redis pub/sub)",
+                Unit::Ms,
+                stat(&samples[0])?,
+            )
+            .baseline("the same on the instance holding the browser", stat(&samples[1])?)
+            .note("Issue 18. The difference is the routing's cost: two Redis round trips (the presence lookup and the publish) and the answer's publish back."),
+        );
+
+        let fleet_lanes: Vec<Api> = (0..IN_FLIGHT)
+            .map(|i| Api::new(instances[i % 3].addr, &token))
+            .collect();
+        self.chunk(&fleet_lanes, false).await?;
+        let mut fleet = Vec::new();
+        for _ in 0..chunks {
+            fleet.push(self.chunk(&fleet_lanes, false).await?);
+        }
+        let ours = Stat::of_rates(&fleet).ok_or_else(|| Error::new("no samples"))?;
+        let base = Stat::of_rates(&single).ok_or_else(|| Error::new("no samples"))?;
+        self.push(
+            Row::new(
+                8,
+                format!("trivial commands through a fleet of three ({IN_FLIGHT} in flight over the instances, one browser)"),
+                Unit::PerSecond,
+                ours,
+            )
+            .baseline(format!("a single instance without Redis, {IN_FLIGHT} in flight"), base)
+            .note("Issue 18. Two thirds of the fleet's commands are routed; one browser's WebSocket carries them all, so the fleet adds browsers, not one browser's speed."),
+        );
+        self.method.push(format!(
+            "**8. A fleet (issue 18).** A redis-server of the bench's own (no persistence) and three              `browser-operator serve --redis` instances on loopback; the browser connects to the              first. Latency: `update_plan` posted to the second instance (routed to the first              through Redis) alternating with the same posted to the first, {rounds} rounds after 10              warm-up rounds each. Throughput: {chunks} chunks of {CHUNK} commands, {IN_FLIGHT} in              flight, first on the bench's single server (no Redis), then spread over the three              instances of the fleet (not alternated: the browser moves between them once)."
+        ));
+        // Back to the bench's own server.
+        let _ = direct.post("/disconnect", "{}").await;
+        drop(instances);
+        drop(redis);
+        self.current = (String::new(), String::new());
+        self.direct_websocket().await
+    }
+
     /// One chunk of [`CHUNK`] commands over the lanes (the floor's requests when `floor`): the
     /// rate, in commands per second.
     async fn chunk(&self, lanes: &[Api], floor: bool) -> Result<f64> {
@@ -1566,6 +1674,7 @@ async fn run() -> Result<()> {
             "text" => bench.text().await,
             "codemode" => bench.codemode().await,
             "wasm" => bench.wasm().await,
+            "fleet" => bench.fleet().await,
             _ => bench.throughput().await,
         };
         done.map_err(|e| e.context(format!("section {section}")))?;

@@ -135,6 +135,7 @@ impl Backend {
                     target: whom.target,
                     timeout: Some(timeout),
                     agent: whom.agent,
+                    id: None,
                 };
                 let answer = tokio::task::spawn_blocking(move || call::call(&request))
                     .await
@@ -154,10 +155,10 @@ impl Backend {
     /// Targets of the connected browsers, sorted.
     pub(super) async fn browsers(&self) -> Result<Vec<String>, String> {
         match self {
-            Backend::Relay(relay) => Ok(targets(relay)),
+            Backend::Relay(relay) => Ok(relay.reachable_targets().await),
             Backend::Forward(forward) => {
                 if let Some(relay) = forward.own_relay().await {
-                    return Ok(targets(&relay));
+                    return Ok(relay.reachable_targets().await);
                 }
                 let (url, token) = (forward.url.clone(), forward.config.token.clone());
                 let status = tokio::task::spawn_blocking(move || call::status(&url, &token))
@@ -199,8 +200,4 @@ async fn run_in(
         )
         .await
         .map_err(|e| e.to_string())
-}
-
-fn targets(relay: &Relay) -> Vec<String> {
-    relay.browsers().into_iter().map(|b| b.target).collect()
 }

@@ -54,13 +54,13 @@ pub(crate) async fn offer(State(app): State<AppState>, headers: HeaderMap) -> Re
         Ok(()) => format!("browser-{}", crate::main_token::hex(&random)),
         Err(e) => return failed(e),
     };
-    if app.tokens.path().is_none() {
+    if !app.tokens.can_store() {
         return failed(format!(
             "This server has no config directory to keep pairing tokens in: set {} or HOME and restart it.",
             crate::main_token::CONFIG_DIR_ENV
         ));
     }
-    let connected: Vec<String> = app.relay.browsers().into_iter().map(|b| b.target).collect();
+    let connected = app.relay.reachable_targets().await;
     let token = match app
         .tokens
         .issue_paired(&target, |t| connected.iter().any(|c| c == t))
@@ -104,6 +104,6 @@ pub(crate) async fn status(
         .ok()
         .and_then(|v| v.get("target").and_then(Value::as_str).map(str::to_string))
         .unwrap_or_default();
-    let connected = app.relay.browsers().iter().any(|b| b.target == target);
+    let connected = app.relay.reachable_targets().await.contains(&target);
     Json(json!({ "connected": connected })).into_response()
 }

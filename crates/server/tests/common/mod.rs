@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod redis;
+
 use browser_operator_server::target_tokens::{TokenStore, TOKENS_FILE};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
