@@ -51,9 +51,12 @@ $("clear").addEventListener("click", async () => {
   if (reply?.ok) show([]);
 });
 
-// The worker writes the log in batches; each write refreshes the page.
-chrome.storage.onChanged.addListener((changes, area) => {
-  if (area === "session" && changes.activityLog) show(changes.activityLog.newValue ?? []);
+// The worker writes the log in batches, each entry in a slot of its own (activityLog.0 …);
+// each write refreshes the page.
+chrome.storage.onChanged.addListener(async (changes, area) => {
+  if (area !== "session" || !Object.keys(changes).some((k) => k.startsWith("activityLog."))) return;
+  const log = await chrome.runtime.sendMessage({ type: "getLog" });
+  show(log?.entries ?? []);
 });
 
 load();

@@ -295,7 +295,7 @@ async fn the_person_sees_the_agent_act_stops_it_and_reads_what_it_did() -> Resul
     let worker = browser.worker().await?;
     until("the log stored", WAIT, || async {
         let n = worker
-            .eval("chrome.storage.session.get('activityLog').then((s) => (s.activityLog ?? []).length)")
+            .eval("chrome.storage.session.get(null).then((s) => Object.keys(s).filter((k) => k.startsWith('activityLog.')).length)")
             .await?;
         Ok(n.as_u64().unwrap_or(0) >= 10)
     })

@@ -91,6 +91,13 @@ impl Delivery {
         self.remember_as(id, seen, n);
     }
 
+    /// Remembers a command about to run, not stored yet: `run_command` stores it once it knows
+    /// the command will do something (one refused at once is never stored).
+    fn remember_unstored(&mut self, id: &str) {
+        self.remember(id, Seen::Running);
+        self.store.dirty.remove(id);
+    }
+
     /// Remembers `id` as the `n`th id seen (restored ids keep the number they were stored
     /// with, so they keep their slot).
     fn remember_as(&mut self, id: &str, seen: Seen, n: u64) {
@@ -256,7 +263,7 @@ fn admit(id: &str, refused: Option<CommandResult>) -> Next {
                 Next::Answer(r)
             }
             None => {
-                d.remember(id, Seen::Running);
+                d.remember_unstored(id);
                 Next::Run
             }
         },
@@ -304,15 +311,16 @@ async fn run_command(cmd: Command, agent: Agent) {
     // The whole command, its wait for its tab's turn included, ends when the person clicks
     // Stop (its `done` is then dropped, which lets the next command for the tab go).
     let id = cmd.id.clone();
+    // A command refused at once (an unknown tool, arguments its schema refuses) that waits for
+    // no turn does nothing and is answered now: it is never stored (run again after a
+    // restart, it answers the same), so it costs no write at all.
+    let stored = waits || !matches!(checked, Err(Refused::Now(_)));
     let work = async {
         // The id is stored (running, or waiting for its turn) before the tool starts, so a
         // restarted worker never runs it again and can say whether it had started: issued
-        // here, ahead of the tool's first extension API call (see `store`). A command refused
-        // at once (an unknown tool, arguments its schema refuses) does nothing and is answered
-        // now, so it is not stored before its answer: run again after a restart, it would
-        // answer the same.
-        let refused_now = matches!(checked, Err(Refused::Now(_)));
-        if waits || !refused_now {
+        // here, ahead of the tool's first extension API call (see `store`).
+        if stored {
+            with(|d| d.touch(&id));
             store::stored_before_acting().await;
         }
         if let Some(previous) = previous {
@@ -367,13 +375,14 @@ async fn run_command(cmd: Command, agent: Agent) {
     with(|d| {
         if d.seen
             .set(&cmd.id, Seen::Done(small.then(|| Box::new(result.clone()))))
+            && stored
         {
             d.touch(&cmd.id);
         }
         d.in_flight -= 1;
     });
     // Queued in the outbox (no connection): written at once.
-    if !deliver(result) {
+    if !deliver(result) && stored {
         store::flush_later();
     }
 }
