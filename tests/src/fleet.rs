@@ -201,7 +201,13 @@ impl Nginx {
         );
         let conf = dir.join("nginx.conf");
         std::fs::write(&conf, config)?;
-        let mut command = Command::new("nginx");
+        // Debian puts nginx in /usr/sbin, which a user's PATH may leave out.
+        let sbin = Path::new("/usr/sbin/nginx");
+        let mut command = if sbin.exists() {
+            Command::new(sbin)
+        } else {
+            Command::new("nginx")
+        };
         command
             .arg("-c")
             .arg(&conf)
