@@ -70,16 +70,8 @@ impl RedisProcess {
             .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no"])
             .arg("--dir")
-            .arg(&self.dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        tie_to_parent(&mut command, Group::Inherit);
-        let mut child = command.spawn().map_err(|e| {
-            Error::new(format!(
-                "starting redis-server ({e}): apt-get install redis-server, or ./build.sh setup"
-            ))
-        })?;
+            .arg(&self.dir);
+        let mut child = spawn_quiet(command, "redis-server")?;
         listening(self.port, "redis-server", &mut child).await?;
         self.child = Some(child);
         Ok(())
@@ -208,20 +200,8 @@ impl Nginx {
         } else {
             Command::new("nginx")
         };
-        command
-            .arg("-c")
-            .arg(&conf)
-            .arg("-p")
-            .arg(&dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        tie_to_parent(&mut command, Group::Inherit);
-        let mut child = command.spawn().map_err(|e| {
-            Error::new(format!(
-                "starting nginx ({e}): apt-get install nginx, or ./build.sh setup"
-            ))
-        })?;
+        command.arg("-c").arg(&conf).arg("-p").arg(&dir);
+        let mut child = spawn_quiet(command, "nginx")?;
         listening(port, "nginx", &mut child).await.map_err(|e| {
             e.context(std::fs::read_to_string(dir.join("logs/error.log")).unwrap_or_default())
         })?;
@@ -259,4 +239,18 @@ pub fn listed(status: &Value) -> Vec<(String, String)> {
         .collect();
     list.sort();
     list
+}
+
+/// Starts a service of Debian's package `name` with no terminal, tied to the test's life.
+fn spawn_quiet(mut command: Command, name: &str) -> Result<Child> {
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    tie_to_parent(&mut command, Group::Inherit);
+    command.spawn().map_err(|e| {
+        Error::new(format!(
+            "starting {name} ({e}): apt-get install {name}, or ./build.sh setup"
+        ))
+    })
 }

@@ -730,51 +730,34 @@ impl Relay {
         let Some(remote) = self.remote.get() else {
             return self.run_local(request).await;
         };
-        let Request {
-            tool,
-            args,
-            target,
-            base,
-            base_bound,
-            agent,
-            id,
-        } = request;
-        let chosen = match target {
+        let chosen = match request.target {
             Some(t) => t.to_string(),
             None => match self.choose_in_fleet(remote.as_ref()).await? {
                 Some(t) => t,
                 // The fleet could not be asked: this instance's own browsers decide.
-                None => {
-                    return self
-                        .run_local(Request {
-                            tool,
-                            args,
-                            target,
-                            base,
-                            base_bound,
-                            agent,
-                            id,
-                        })
-                        .await
-                }
+                None => return self.run_local(request).await,
             },
         };
         if self.lock().browsers.contains_key(&chosen) {
             return self
                 .run_local(Request {
-                    tool,
-                    args,
                     target: Some(&chosen),
-                    base,
-                    base_bound,
-                    agent,
-                    id,
+                    ..request
                 })
                 .await;
         }
         if self.lock().closed {
             return Err(CommandError::ShuttingDown);
         }
+        let Request {
+            tool,
+            args,
+            base,
+            base_bound,
+            agent,
+            id,
+            ..
+        } = request;
         let (wait, bound) = wait_for(tool, &args, base, base_bound);
         let id = match id {
             Some(id) => id.to_string(),
