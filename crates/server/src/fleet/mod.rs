@@ -395,17 +395,16 @@ impl Fleet {
     /// and is written back.
     async fn reload_tokens(&self) {
         let mut conn = self.conn.clone();
-        let read = async {
-            let raw: HashMap<String, String> = redis::cmd("HGETALL")
-                .arg(self.keys.tokens())
-                .query_async(&mut conn)
-                .await?;
-            let meta: bool = redis::cmd("EXISTS")
-                .arg(self.keys.meta())
-                .query_async(&mut conn)
-                .await?;
-            Ok::<_, redis::RedisError>((raw, meta))
-        };
+        // Both in one transaction: read apart, another instance's write-back after a Redis
+        // restart could fall between them (no tokens, yet the marker that tokens were written),
+        // and every browser of this instance would count as revoked.
+        let mut pipe = redis::pipe();
+        pipe.atomic()
+            .cmd("HGETALL")
+            .arg(self.keys.tokens())
+            .cmd("EXISTS")
+            .arg(self.keys.meta());
+        let read = pipe.query_async::<(HashMap<String, String>, bool)>(&mut conn);
         let (raw, meta) = match tokio::time::timeout(OP_TIMEOUT, read).await {
             Ok(Ok(answer)) => answer,
             Ok(Err(e)) => {
@@ -447,7 +446,9 @@ impl Fleet {
     /// Writes `kept` back into a Redis that lost its data.
     async fn restore_tokens(&self, kept: &[IssuedToken]) {
         let mut conn = self.conn.clone();
+        // One transaction: no instance reads the marker without the tokens.
         let mut pipe = redis::pipe();
+        pipe.atomic();
         for t in kept {
             if let Ok(json) = serde_json::to_string(t) {
                 pipe.cmd("HSETNX")
