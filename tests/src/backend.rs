@@ -218,6 +218,39 @@ impl Backend {
             .map_or(0, Vec::len))
     }
 
+    /// The connections the server holds now: each browser's target and when it connected
+    /// (Unix ms). Taken before stopping a worker, for [`Backend::wait_reconnected`].
+    pub async fn connections(&self) -> Result<Vec<(String, u64)>> {
+        Ok(connections_of(&self.status().await?))
+    }
+
+    /// Waits until every browser of `before` is connected again on a newer connection (a
+    /// stopped worker's old connection can still be listed for a moment after the stop, so
+    /// counting browsers would not tell the two apart); the time it took.
+    pub async fn wait_reconnected(
+        &self,
+        before: &[(String, u64)],
+        timeout: Duration,
+    ) -> Result<Duration> {
+        let start = Instant::now();
+        loop {
+            let now = self.connections().await?;
+            let renewed = before
+                .iter()
+                .all(|(target, since)| now.iter().any(|(t, at)| t == target && at > since));
+            if renewed && now.len() == before.len() {
+                return Ok(start.elapsed());
+            }
+            if start.elapsed() > timeout {
+                return Err(Error::new(format!(
+                    "the browsers {before:?} did not connect again within {timeout:?}: {}",
+                    self.status().await?
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     /// Waits until `n` browsers are connected; the time it took.
     pub async fn wait_browsers(&self, n: usize, timeout: Duration) -> Result<Duration> {
         let start = Instant::now();
@@ -362,4 +395,22 @@ fn rand_u64() -> u64 {
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     h.write_u128(Instant::now().elapsed().as_nanos());
     h.finish()
+}
+
+/// The `browsers` of a `/status` answer as (target, connectedAt).
+fn connections_of(status: &Value) -> Vec<(String, u64)> {
+    status["browsers"]
+        .as_array()
+        .map(|browsers| {
+            browsers
+                .iter()
+                .filter_map(|b| {
+                    Some((
+                        b["target"].as_str()?.to_string(),
+                        b["connectedAt"].as_u64()?,
+                    ))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }

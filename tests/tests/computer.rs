@@ -1225,8 +1225,11 @@ async fn screenshot_coordinates_and_images_survive_a_worker_restart() -> Result<
     let (cx, cy) = centre(&backend, tab, "corner").await?;
     let (sx, sy) = ((cx * ratio).round(), (cy * ratio).round());
 
+    let held = backend.connections().await?;
     browser.stop_worker().await?;
-    backend.wait_browsers(1, Duration::from_secs(60)).await?;
+    backend
+        .wait_reconnected(&held, Duration::from_secs(60))
+        .await?;
     computer(
         &backend,
         tab,

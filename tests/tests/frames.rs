@@ -470,8 +470,11 @@ async fn cross_site_frame_refs_survive_a_worker_restart() -> Result<()> {
     let part = format!("localhost:{}/site-frame.html", other.addr().port());
     let button = ref_of(&tree, "button \"Site button\"");
 
+    let held = backend.connections().await?;
     browser.stop_worker().await?;
-    backend.wait_browsers(1, Duration::from_secs(60)).await?;
+    backend
+        .wait_reconnected(&held, Duration::from_secs(60))
+        .await?;
 
     // The new worker finds the frame's session again: same refs, and they act.
     backend

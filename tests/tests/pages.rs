@@ -660,8 +660,11 @@ async fn bounds_filters_subtrees_and_page_text() -> Result<()> {
         &backend.text("read_page", json!({"tabId": tab})).await?,
         "Bottom button",
     );
+    let held = backend.connections().await?;
     browser.stop_worker().await?;
-    backend.wait_browsers(1, Duration::from_secs(60)).await?;
+    backend
+        .wait_reconnected(&held, Duration::from_secs(60))
+        .await?;
     let after = backend.text("read_page", json!({"tabId": tab})).await?;
     assert_eq!(ref_of(&after, "Bottom button"), bottom);
     // The kept ref still resolves after the restart: form_input reaches the element (a
@@ -1376,8 +1379,11 @@ async fn every_change_shows_in_the_next_read_page() -> Result<()> {
     assert!(found.contains("button \"Late shadow button\""), "{found}");
 
     // A restarted worker has lost its copy; the page gives the whole text again.
+    let held = backend.connections().await?;
     browser.stop_worker().await?;
-    backend.wait_browsers(1, Duration::from_secs(60)).await?;
+    backend
+        .wait_reconnected(&held, Duration::from_secs(60))
+        .await?;
     assert_eq!(read().await?, before);
     Ok(())
 }
@@ -1528,8 +1534,11 @@ async fn a_tab_that_joins_the_group_is_recorded_from_then() -> Result<()> {
 
     // A worker restart: the tab is recorded again at once.
     worker.detach().await?;
+    let held = backend.connections().await?;
     browser.stop_worker().await?;
-    backend.wait_browsers(1, Duration::from_secs(60)).await?;
+    backend
+        .wait_reconnected(&held, Duration::from_secs(60))
+        .await?;
     let fetched = in_page(
         &browser,
         &url,
