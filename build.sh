@@ -24,6 +24,9 @@ WASM_OPT="$TOOLS/node_modules/binaryen/bin/wasm-opt"
 PKG="$ROOT/extension/pkg"
 PORT="${PORT:-8787}"
 
+BINDGEN_PID=""                 # a wasm-bindgen-cli install running in the background (setup_rust)
+BINDGEN_LOG="$TOOLS/wasm-bindgen-install.log"
+
 say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 have() { command -v "$1" >/dev/null 2>&1; }
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; elif have sudo; then sudo "$@"; else return 1; fi; }
@@ -43,10 +46,14 @@ setup_rust() {
     rustup component list --installed 2>/dev/null | grep -q "^$comp" \
       || { say "adding $comp"; rustup component add "$comp"; }
   done
-  if [ "$(wasm-bindgen --version 2>/dev/null | awk '{print $2}')" != "$WASM_BINDGEN_VERSION" ]; then
-    say "installing wasm-bindgen-cli $WASM_BINDGEN_VERSION (about 3 minutes, once)"
+  if [ -z "$BINDGEN_PID" ] && [ "$(wasm-bindgen --version 2>/dev/null | awk '{print $2}')" != "$WASM_BINDGEN_VERSION" ]; then
+    # It compiles for about 3 minutes: in the background, beside the other installs (mostly
+    # downloads) and the worker's own compile; wait_wasm_bindgen waits for it where it is used.
+    say "installing wasm-bindgen-cli $WASM_BINDGEN_VERSION in the background (about 3 minutes, once; log: $BINDGEN_LOG)"
+    mkdir -p "$TOOLS"
     # --locked fails: a locked dependency version is no longer published.
-    cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" --force
+    cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" --force >"$BINDGEN_LOG" 2>&1 &
+    BINDGEN_PID=$!
   fi
   if [ ! -x "$WASM_OPT" ] || [ "$("$WASM_OPT" --version 2>/dev/null | grep -o '[0-9]\+' | head -1)" != "${BINARYEN_VERSION%%.*}" ]; then
     have npm || { say "installing npm"; as_root apt-get update -qq; as_root apt-get install -y -qq npm; }
@@ -176,9 +183,24 @@ wasm_opt() {
   mv "$1.opt" "$1"
 }
 
+# The background install of wasm-bindgen-cli (setup_rust), finished; its log if it failed.
+wait_wasm_bindgen() {
+  [ -n "$BINDGEN_PID" ] || return 0
+  local pid=$BINDGEN_PID
+  BINDGEN_PID=""
+  if ! wait "$pid"; then
+    cat "$BINDGEN_LOG" >&2
+    echo "installing wasm-bindgen-cli $WASM_BINDGEN_VERSION failed (log above)" >&2
+    exit 1
+  fi
+  say "wasm-bindgen-cli $WASM_BINDGEN_VERSION installed"
+}
+trap 'wait_wasm_bindgen' EXIT
+
 build_worker() {
   say "building the wasm worker"
   cargo build --release -p browser-operator-worker --target wasm32-unknown-unknown
+  wait_wasm_bindgen
   rm -rf "$PKG"
   wasm-bindgen --target web --no-typescript --remove-name-section --remove-producers-section \
     --out-dir "$PKG" "$ROOT/target/wasm32-unknown-unknown/release/browser_operator_worker.wasm"
