@@ -339,8 +339,9 @@ async fn two_backends_drive_their_own_groups_at_once() -> Result<()> {
 
     // The second's policy is kept beside the first's (stored under its own key).
     let policies = || {
-        options
-            .eval("chrome.storage.session.get('policies').then(v => Object.keys(v.policies || {}))")
+        options.eval(
+            "chrome.storage.session.get('policies').then(v => (v.policies || []).map(p => p[0]))",
+        )
     };
     assert_eq!(policies().await?.as_array().map(Vec::len), Some(1));
 

@@ -2,7 +2,7 @@
 //! `agent::current()`): which web hosts they may show (`allowedHosts`, `blockedHosts`), how
 //! their JavaScript dialogs are answered (`dialogs`), whether a finished download's path is
 //! reported (`downloadPaths`). Kept in chrome.storage.session per agent (the primary's under
-//! "policy", as it always was; the others' under "policies", by `Agent::key`), so it outlives
+//! "policy", as it always was; the others' under "policies", as `[Agent::key, policy]` pairs), so it outlives
 //! the worker (not the browser), and loaded once per worker before the first command
 //! ([`ready`]). An agent's policy goes with its connection when the person removes that
 //! ([`connection_removed`]).
@@ -32,11 +32,10 @@ use protocol::url_policy::{self, Refusal};
 use protocol::ToolResult;
 use serde::{Deserialize, Serialize};
 use std::cell::{Cell, RefCell};
-use std::collections::BTreeMap;
 
 /// Where the primary agent's policy is kept (as it always was).
 const KEY: &str = "policy";
-/// Where every other agent's is kept: an object by `Agent::key`.
+/// Where every other agent's is kept: a list of `[Agent::key, policy]` pairs.
 const OTHERS_KEY: &str = "policies";
 
 /// How a JavaScript dialog on a group tab is answered.
@@ -131,12 +130,12 @@ pub async fn ready() {
 /// The stored policies.
 async fn load() -> Vec<InForce> {
     let primary = storage::get::<Policy>(Area::Session, KEY).await;
-    let others = storage::get::<BTreeMap<String, Policy>>(Area::Session, OTHERS_KEY).await;
+    let others = storage::get::<Vec<(String, Policy)>>(Area::Session, OTHERS_KEY).await;
     let (primary, others) = match (primary, others) {
         (Ok(p), Ok(o)) => (p, o.unwrap_or_default()),
         (Err(e), _) | (_, Err(e)) => {
             crate::js::log(&format!("reading the policies: {e}"));
-            (None, BTreeMap::new())
+            (None, Vec::new())
         }
     };
     primary
@@ -152,12 +151,12 @@ async fn load() -> Vec<InForce> {
 async fn store() -> Result<(), String> {
     let (primary, others) = IN_FORCE.with(|p| {
         let mut primary = None;
-        let mut others = BTreeMap::new();
+        let mut others = Vec::new();
         for f in p.borrow().iter().flatten() {
             if f.agent.is_empty() {
                 primary = Some(f.policy.clone());
             } else {
-                others.insert(f.agent.clone(), f.policy.clone());
+                others.push((f.agent.clone(), f.policy.clone()));
             }
         }
         (primary, others)
