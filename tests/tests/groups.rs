@@ -1,11 +1,15 @@
 //! One tab group per agent: two backends connected to one browser at once (the first through
 //! Options, the second by accepting its pair offer in the popup), each with its own named,
 //! coloured group; each sees and drives only its own tabs, is refused on the other's, and both
-//! drive at once without touching each other's tabs. Options lists both; removing one leaves
-//! the other working. And MCP client sessions that ask get groups of their own.
+//! drive at once without touching each other's tabs; each one's `set_policy` holds only its own
+//! group's tabs, across a worker restart, and goes when its connection is removed. Options
+//! lists both; removing one leaves the other working. And MCP client sessions that ask get
+//! groups of their own.
 
 use browser_operator_e2e::mcp::{error_of, text_of, HttpMcp};
-use browser_operator_e2e::{tabs_context, Backend, Browser, Page, Result};
+use browser_operator_e2e::{
+    percent_encode, tabs_context, Backend, Browser, FixtureServer, Page, Result,
+};
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -65,6 +69,91 @@ async fn listed(backend: &Backend) -> Result<Vec<i64>> {
         .flatten()
         .filter_map(|t| t["tabId"].as_i64())
         .collect())
+}
+
+/// The policy marker of the backend's state report (`browser_state`'s `policy`).
+async fn marker(backend: &Backend) -> Result<Value> {
+    let text = backend.text("browser_state", json!({})).await?;
+    let state: Value = serde_json::from_str(&text)?;
+    Ok(state["policy"].clone())
+}
+
+/// Whether the fixture server was asked for an address on `host` with `needle` in it.
+fn asked(fixtures: &FixtureServer, host: &str, needle: &str) -> bool {
+    fixtures
+        .requests()
+        .iter()
+        .any(|r| r.starts_with(&format!("{host} ")) && r.contains(needle))
+}
+
+/// Issue 17's one policy per agent, with the first backend's policy refusing `localhost` and
+/// dismissing dialogs, and the second's not: the first's navigation there is refused before
+/// its request leaves; the second's tab goes there by command, redirect and link (its requests
+/// reach the server), though both groups' tabs show the same host; the first's dialog is
+/// dismissed while the second's waits for handle_dialog; each report carries its own marker.
+#[allow(clippy::too_many_arguments)]
+async fn each_policy_holds_its_own_tabs(
+    fixtures: &FixtureServer,
+    (a, tab_a, marker_a): (&Backend, i64, &Value),
+    (b, tab_b, marker_b): (&Backend, i64, &Value),
+    round: &str,
+) -> Result<()> {
+    let refused = format!("localhost:{}", fixtures.addr().port());
+    let away = |needle: &str| format!("http://{refused}/hello.html?{needle}");
+    let needle = format!("a-{round}");
+    let e = a
+        .error("navigate", json!({"tabId": tab_a, "url": away(&needle)}))
+        .await?;
+    assert!(
+        e.contains("Refused: the URL policy refuses the host localhost (it is not among the allowed hosts)"),
+        "{e}"
+    );
+    let needle = format!("b-{round}");
+    b.navigate(tab_b, &away(&needle)).await?;
+    assert!(asked(fixtures, &refused, &needle), "the second's navigate");
+    let needle = format!("b-redirect-{round}");
+    let redirect = fixtures.url(&format!("__redirect?to={}", percent_encode(&away(&needle))));
+    b.navigate(tab_b, &redirect).await?;
+    assert!(asked(fixtures, &refused, &needle), "the second's redirect");
+    let needle = format!("b-link-{round}");
+    let start = fixtures.url(&format!(
+        "policy.html?to={}",
+        percent_encode(&away(&needle))
+    ));
+    b.navigate(tab_b, &start).await?;
+    b.js(tab_b, "document.getElementById('away').click(); 'clicked'")
+        .await?;
+    browser_operator_e2e::until("the second's link reaches the server", WAIT, || async {
+        Ok(asked(fixtures, &refused, &needle))
+    })
+    .await?;
+    // The first's request log: nothing of its refused navigation.
+    assert!(!asked(fixtures, &refused, &format!("a-{round}")));
+
+    // Dialogs: the first's answered by its policy, the second's open until handle_dialog.
+    assert_eq!(a.js(tab_a, "String(confirm('First?'))").await?, "false");
+    b.navigate(tab_b, &fixtures.url("hello.html")).await?;
+    b.js(
+        tab_b,
+        "setTimeout(() => { window.answered = String(confirm('Second?')); }, 0); 'asking'",
+    )
+    .await?;
+    browser_operator_e2e::until("the second's dialog waits", WAIT, || async {
+        let r = b
+            .command("javascript_tool", json!({"tabId": tab_b, "text": "1"}))
+            .await?;
+        Ok(format!("{r:?}").contains("A JavaScript confirm dialog is open"))
+    })
+    .await?;
+    let answered = b
+        .text("handle_dialog", json!({"tabId": tab_b, "accept": true}))
+        .await?;
+    assert!(answered.contains("Second?"), "{answered}");
+    assert_eq!(b.js(tab_b, "window.answered").await?, "true");
+
+    assert_eq!(&marker(a).await?, marker_a);
+    assert_eq!(&marker(b).await?, marker_b);
+    Ok(())
 }
 
 #[tokio::test]
@@ -143,6 +232,34 @@ async fn two_backends_drive_their_own_groups_at_once() -> Result<()> {
     assert_eq!(its_group, json!(group_b));
     assert_eq!(listed(&a).await?, vec![tab_a]);
 
+    // One policy per agent: the first's set_policy is its own group's, not the second's (whose
+    // report's marker it leaves alone), and the second's its own.
+    a.navigate(tab_a, &fixtures.url("hello.html")).await?;
+    assert_eq!(marker(&b).await?, Value::Null);
+    a.text(
+        "set_policy",
+        json!({"allowedHosts": ["127.0.0.1"], "dialogs": "dismiss"}),
+    )
+    .await?;
+    let marker_a = marker(&a).await?;
+    assert!(marker_a.is_string(), "{marker_a}");
+    assert_eq!(
+        marker(&b).await?,
+        Value::Null,
+        "the first's policy set the second's marker"
+    );
+    b.text("set_policy", json!({"blockedHosts": ["elsewhere.test"]}))
+        .await?;
+    let marker_b = marker(&b).await?;
+    assert!(marker_b.is_string() && marker_b != marker_a, "{marker_b}");
+    each_policy_holds_its_own_tabs(
+        &fixtures,
+        (&a, tab_a, &marker_a),
+        (&b, tab_b2, &marker_b),
+        "set",
+    )
+    .await?;
+
     // Both drive at once, interleaved: each marks and reads its own tab only.
     a.navigate(tab_a, &fixtures.url("hello.html")).await?;
     b.navigate(tab_b, &fixtures.url("hello.html")).await?;
@@ -181,6 +298,14 @@ async fn two_backends_drive_their_own_groups_at_once() -> Result<()> {
         .await?;
     assert!(refused.contains("another agent's tab group"), "{refused}");
     assert_eq!(listed(&a).await?, vec![tab_a]);
+    // Both policies are still each one's own.
+    each_policy_holds_its_own_tabs(
+        &fixtures,
+        (&a, tab_a, &marker_a),
+        (&b, tab_b2, &marker_b),
+        "restarted",
+    )
+    .await?;
 
     // Options lists both connections with their groups.
     options
@@ -212,11 +337,25 @@ async fn two_backends_drive_their_own_groups_at_once() -> Result<()> {
     assert!(found.is_empty(), "accessibility violations: {found:?}");
     popup.close().await?;
 
+    // The second's policy is kept beside the first's (stored under its own key).
+    let policies = || {
+        options.eval(
+            "chrome.storage.session.get('policies').then(v => (v.policies || []).map(p => p[0]))",
+        )
+    };
+    assert_eq!(policies().await?.as_array().map(Vec::len), Some(1));
+
     // Removing the second (a real click) disconnects it; the first works on.
     options
         .click("#connections li:nth-child(2) .connection-remove")
         .await?;
     b.wait_browsers(0, WAIT).await?;
+    // Its policy went with it; the first's stays.
+    browser_operator_e2e::until("the removed connection's policy dropped", WAIT, || async {
+        Ok(policies().await? == json!([]))
+    })
+    .await?;
+    assert_eq!(marker(&a).await?, marker_a);
     // Back to one connection: Options is as it always was, without the list.
     options
         .wait_for(

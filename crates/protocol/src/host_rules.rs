@@ -514,6 +514,225 @@ pub fn layers(person: &HostPolicy, backend: &HostPolicy) -> (HostPolicy, HostPol
     (lower, upper)
 }
 
+/// Chrome's bounds on an extension's session rules: at most this many
+/// (`MAX_NUMBER_OF_SESSION_RULES`) ...
+pub const MAX_SESSION_RULES: usize = 5_000;
+/// ... of which at most this many use a regular expression (`MAX_NUMBER_OF_REGEX_RULES`,
+/// counted over the dynamic and session rules together; this extension has no dynamic rules).
+pub const MAX_REGEX_RULES: usize = 1_000;
+
+/// The priorities of the two layers: an agent's policy at [`BACKEND_PRIORITY`] and the two
+/// above it, the person's blocked sites at [`PERSON_PRIORITY`] (and above), over every agent's.
+pub const BACKEND_PRIORITY: u32 = 10;
+pub const PERSON_PRIORITY: u32 = 20;
+
+impl HostPolicy {
+    /// What refuses whatever either refuses: the allowed hosts narrowed to both lists, the
+    /// blocked hosts of both. The policy for a tab that two agents' pages may have opened.
+    pub fn and(&self, other: &HostPolicy) -> HostPolicy {
+        let mut both = self.within(other);
+        for p in &other.blocked {
+            if !both.blocked.contains(p) {
+                both.blocked.push(p.clone());
+            }
+        }
+        both
+    }
+
+    /// The patterns the rules for opened tabs match by regular expression (see
+    /// [`HostPolicy::dnr_opener_rules`]).
+    fn regex_patterns(&self) -> usize {
+        self.allowed
+            .iter()
+            .flatten()
+            .chain(&self.blocked)
+            .filter(|p| p.kind == Kind::Subdomains || p.host.starts_with('['))
+            .count()
+    }
+}
+
+/// One agent's part of the browser's request rules: its policy, the tabs of its group, and the
+/// web hosts they show (as `initiatorDomains` takes them).
+pub struct AgentTabs<'a> {
+    pub policy: &'a HostPolicy,
+    pub tabs: &'a [i32],
+    pub shown: &'a [String],
+}
+
+/// Whether two hosts can be matched by one request's initiator: the browser's
+/// `initiatorDomains` matches a host and its subdomains, so a page on `www.example.com` is an
+/// initiator for a rule naming `example.com` as well as one naming `www.example.com`.
+fn related(a: &str, b: &str) -> bool {
+    let below = |inner: &str, outer: &str| {
+        inner.len() > outer.len()
+            && inner.ends_with(outer)
+            && inner.as_bytes()[inner.len() - outer.len() - 1] == b'.'
+    };
+    a == b || below(a, b) || below(b, a)
+}
+
+/// The shared-host decision for tabs a group tab's page opens before the worker knows them:
+/// such a tab is attributed by the host of the page that opened it, and a host two agents'
+/// tabs show (or a host and its subdomain) cannot say whose page it was. So the shown hosts are
+/// split into sets that no request's initiator can match across (related hosts, see
+/// [`related`], joined transitively), and each set is held to every policy of the agents that
+/// show one of its hosts: refused what any of them refuses. Sets held by the same agents are
+/// one. Answers, per set, the agents (indices into `shown`, ascending) and its hosts (sorted).
+pub fn opener_sets(shown: &[&[String]]) -> Vec<(Vec<usize>, Vec<String>)> {
+    // Each distinct host with the agents that show it.
+    let mut hosts: Vec<(String, Vec<usize>)> = Vec::new();
+    for (agent, list) in shown.iter().enumerate() {
+        for h in list.iter() {
+            match hosts.iter_mut().find(|(x, _)| x == h) {
+                Some((_, agents)) if agents.contains(&agent) => {}
+                Some((_, agents)) => agents.push(agent),
+                None => hosts.push((h.clone(), vec![agent])),
+            }
+        }
+    }
+    // Components of the relation: each host's component, joined until none changes.
+    let mut component: Vec<usize> = (0..hosts.len()).collect();
+    loop {
+        let mut changed = false;
+        for i in 0..hosts.len() {
+            for j in 0..hosts.len() {
+                if component[j] < component[i] && related(&hosts[i].0, &hosts[j].0) {
+                    let (from, to) = (component[i], component[j]);
+                    for c in component.iter_mut().filter(|c| **c == from) {
+                        *c = to;
+                    }
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    let mut sets: Vec<(Vec<usize>, Vec<String>)> = Vec::new();
+    let mut roots: Vec<usize> = component.clone();
+    roots.sort_unstable();
+    roots.dedup();
+    for root in roots {
+        let members: Vec<usize> = (0..hosts.len()).filter(|i| component[*i] == root).collect();
+        let mut agents: Vec<usize> = members
+            .iter()
+            .flat_map(|i| hosts[*i].1.iter().copied())
+            .collect();
+        agents.sort_unstable();
+        agents.dedup();
+        let names = members.iter().map(|i| hosts[*i].0.clone());
+        match sets.iter_mut().find(|(a, _)| *a == agents) {
+            Some((_, list)) => list.extend(names),
+            None => sets.push((agents, names.collect())),
+        }
+    }
+    for (_, list) in &mut sets {
+        list.sort_unstable();
+    }
+    sets
+}
+
+/// How many rules, and how many of them regular expressions.
+fn counts(rules: &[Value]) -> (usize, usize) {
+    let regex = rules
+        .iter()
+        .filter(|r| r["condition"].get("regexFilter").is_some())
+        .count();
+    (rules.len(), regex)
+}
+
+/// Whether the browser takes `rules` (see [`MAX_SESSION_RULES`], [`MAX_REGEX_RULES`]).
+pub fn fits(rules: &[Value]) -> bool {
+    let (all, regex) = counts(rules);
+    all <= MAX_SESSION_RULES && regex <= MAX_REGEX_RULES
+}
+
+/// Every request rule of the browser, numbered from `first_id` without a gap, for the
+/// person's site rules and each agent's policy:
+/// - each agent's tabs (`tabIds`) are held to its own policy with the allowed hosts narrowed
+///   to the person's (the lower layer, [`BACKEND_PRIORITY`]), and every agent's tabs to the
+///   person's blocked sites (the upper layer, [`PERSON_PRIORITY`]);
+/// - tabs not known yet (every tab but `others`, the tabs known to be outside the groups, and
+///   the agents' own tabs, which their rules above hold), for top-level requests a page on a
+///   shown host started: per [`opener_sets`], each set of hosts held to every policy of the
+///   agents showing them, and to the person's blocked sites. When those sets would not fit the
+///   browser's bounds, one set of all the hosts held to every agent's policy stands for them
+///   (it refuses more, never less; [`worst_case`] bounds it).
+///
+/// No two rules share an id, and an agent's rules name only its own tabs.
+pub fn browser_rules(
+    person: &HostPolicy,
+    agents: &[AgentTabs],
+    others: &[i32],
+    first_id: u32,
+) -> Vec<Value> {
+    let agents: Vec<&AgentTabs> = agents.iter().filter(|a| !a.tabs.is_empty()).collect();
+    let mut all_tabs: Vec<i32> = agents.iter().flat_map(|a| a.tabs.iter().copied()).collect();
+    all_tabs.sort_unstable();
+    let (_, upper) = layers(person, &HostPolicy::default());
+    let next = |rules: &[Value]| first_id + rules.len() as u32;
+    let mut rules = upper.dnr_rules(first_id, PERSON_PRIORITY, &all_tabs);
+    for a in &agents {
+        let lower = a.policy.within(person);
+        let made = lower.dnr_rules(next(&rules), BACKEND_PRIORITY, a.tabs);
+        rules.extend(made);
+    }
+    if all_tabs.is_empty() {
+        return rules;
+    }
+    let mut excluded: Vec<i32> = others.iter().copied().chain(all_tabs).collect();
+    excluded.sort_unstable();
+    excluded.dedup();
+    let shown: Vec<&[String]> = agents.iter().map(|a| a.shown).collect();
+    let mut initiators: Vec<String> = shown.iter().flat_map(|s| s.iter().cloned()).collect();
+    initiators.sort_unstable();
+    initiators.dedup();
+    let person_opened =
+        upper.dnr_opener_rules(next(&rules), PERSON_PRIORITY, &initiators, &excluded);
+    rules.extend(person_opened);
+    let held = |members: &[usize]| {
+        members
+            .iter()
+            .map(|i| agents[*i].policy)
+            .fold(person.clone(), |p, q| q.and(&p))
+    };
+    let before = rules.len();
+    for (members, hosts) in opener_sets(&shown) {
+        let made =
+            held(&members).dnr_opener_rules(next(&rules), BACKEND_PRIORITY, &hosts, &excluded);
+        rules.extend(made);
+    }
+    if !fits(&rules) {
+        rules.truncate(before);
+        let every: Vec<usize> = (0..agents.len()).collect();
+        let made =
+            held(&every).dnr_opener_rules(next(&rules), BACKEND_PRIORITY, &initiators, &excluded);
+        rules.extend(made);
+    }
+    rules
+}
+
+/// The most rules (all, and regular expressions) [`browser_rules`] can need for these
+/// policies, whatever tabs the agents have and whatever hosts they show: each agent's tab
+/// rules, the person's two sets, and the one set for opened tabs that stands for the others
+/// when they would not fit (each of its allowed and blocked patterns is one of the policies').
+pub fn worst_case(person: &HostPolicy, policies: &[&HostPolicy]) -> (usize, usize) {
+    let tab = [0];
+    let host = ["a.test".to_string()];
+    let (_, upper) = layers(person, &HostPolicy::default());
+    let mut rules = upper.dnr_rules(1, PERSON_PRIORITY, &tab);
+    rules.extend(upper.dnr_opener_rules(1, PERSON_PRIORITY, &host, &tab));
+    for p in policies {
+        rules.extend(p.within(person).dnr_rules(1, BACKEND_PRIORITY, &tab));
+    }
+    let (all, regex) = counts(&rules);
+    let opened_regex =
+        person.regex_patterns() + policies.iter().map(|p| p.regex_patterns()).sum::<usize>();
+    // The opened set's rules: one refusing all, one by domain list, the rest by expression.
+    (all + 2 + opened_regex, regex + opened_regex)
+}
+
 /// `Some(host)` for a web URL (http, https, ws, wss; a `blob:` of one), `Some(None)` when its
 /// host does not parse, `None` for every other URL.
 pub fn web_host(url: &str) -> Option<Option<String>> {
@@ -1281,5 +1500,300 @@ mod tests {
                 .get("excludedTabIds")
                 .is_none()
         );
+    }
+    /// Evaluates request rules for a top-level request of `tab` that a page on `initiator`
+    /// started, as the browser does: every condition the rules use (tab lists, initiator and
+    /// request domain lists matching a host and its subdomains, regular expressions), then the
+    /// highest priority wins; at one priority, allow beats block.
+    fn browser_refuses(rules: &[Value], tab: i32, initiator: &str, url: &str) -> bool {
+        let Some(Some(host)) = web_host(url) else {
+            return false;
+        };
+        let domain_in = |h: &str, list: &Value| {
+            list.as_array().is_some_and(|l| {
+                l.iter()
+                    .filter_map(Value::as_str)
+                    .any(|d| h == d || (h.ends_with(d) && h[..h.len() - d.len()].ends_with('.')))
+            })
+        };
+        let matching: Vec<(u64, bool)> = rules
+            .iter()
+            .filter(|r| {
+                let c = &r["condition"];
+                c.get("tabIds")
+                    .is_none_or(|t| t.as_array().is_some_and(|t| t.contains(&json!(tab))))
+                    && !c
+                        .get("excludedTabIds")
+                        .is_some_and(|t| t.as_array().is_some_and(|t| t.contains(&json!(tab))))
+                    && c.get("initiatorDomains")
+                        .is_none_or(|d| domain_in(initiator, d))
+                    && c.get("requestDomains").is_none_or(|d| domain_in(&host, d))
+                    && !c
+                        .get("excludedRequestDomains")
+                        .is_some_and(|d| domain_in(&host, d))
+                    && c["regexFilter"].as_str().is_none_or(|re| {
+                        regex::RegexBuilder::new(re)
+                            .case_insensitive(true)
+                            .build()
+                            .unwrap()
+                            .is_match(url)
+                    })
+            })
+            .map(|r| {
+                (
+                    r["priority"].as_u64().unwrap(),
+                    r["action"]["type"] == "block",
+                )
+            })
+            .collect();
+        let Some(top) = matching.iter().map(|m| m.0).max() else {
+            return false;
+        };
+        matching.iter().filter(|m| m.0 == top).all(|m| m.1)
+    }
+
+    fn hosts(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    /// Issue 17's one policy per agent: each agent's tabs are held to its own policy (under the
+    /// person's rules, which hold every group tab), the rules are numbered without a shared id,
+    /// and an agent's rules name only its own tabs; a tab a page opens before the worker knows
+    /// it is held to the policy of the agent whose tabs show the opener's host, and to both
+    /// agents' when two agents' tabs show it (refused what either refuses); a known tab, the
+    /// agents' or a person's, is never touched by the rules for opened tabs.
+    #[test]
+    fn each_agent_s_tabs_are_held_to_its_own_policy_and_ids_never_collide() {
+        let person_rules = person(&[], &["admin.example.com"]);
+        let a = policy(Some(&["127.0.0.1"]), &[]);
+        let b = policy(None, &["evil.test"]);
+        let c = policy(Some(&["example.com"]), &[]);
+        let (shared, only_c) = (hosts(&["127.0.0.1"]), hosts(&["example.com"]));
+        let agents = [
+            AgentTabs {
+                policy: &a,
+                tabs: &[1, 2],
+                shown: &shared,
+            },
+            AgentTabs {
+                policy: &b,
+                tabs: &[3],
+                shown: &shared,
+            },
+            AgentTabs {
+                policy: &c,
+                tabs: &[4],
+                shown: &only_c,
+            },
+        ];
+        let rules = browser_rules(&person_rules, &agents, &[9], 1000);
+        // Ids: from the first, one each, none shared.
+        let mut ids: Vec<u64> = rules.iter().map(|r| r["id"].as_u64().unwrap()).collect();
+        ids.sort_unstable();
+        assert_eq!(ids, (1000..1000 + rules.len() as u64).collect::<Vec<_>>());
+        // A rule naming tabs names one agent's (the backend layer) or every group tab (the
+        // person's, above all of them).
+        for r in &rules {
+            let Some(tabs) = r["condition"].get("tabIds") else {
+                continue;
+            };
+            let prio = r["priority"].as_u64().unwrap();
+            if prio >= u64::from(PERSON_PRIORITY) {
+                assert_eq!(tabs, &json!([1, 2, 3, 4]), "{r}");
+            } else {
+                assert!(
+                    [json!([1, 2]), json!([3]), json!([4])].contains(tabs),
+                    "a backend rule names more than one agent's tabs: {r}"
+                );
+            }
+        }
+        let urls = [
+            "http://127.0.0.1:8080/",
+            "http://localhost:8080/",
+            "https://evil.test/",
+            "https://example.com/",
+            "https://www.example.com/",
+            "https://admin.example.com/",
+        ];
+        // Each agent's tabs: the person's rules, then its own policy, whoever started it.
+        for (p, tab) in [(&a, 1), (&a, 2), (&b, 3), (&c, 4)] {
+            for url in urls {
+                for initiator in ["127.0.0.1", "example.com", "person.test"] {
+                    let refused = person_rules.check_url(url).is_err() || p.check_url(url).is_err();
+                    assert_eq!(
+                        browser_refuses(&rules, tab, initiator, url),
+                        refused,
+                        "tab {tab}, {url} from {initiator}"
+                    );
+                }
+            }
+        }
+        // A tab not known yet, opened from the host A and B share: both policies hold it.
+        for url in urls {
+            let refused = [&person_rules, &a, &b]
+                .iter()
+                .any(|p| p.check_url(url).is_err());
+            assert_eq!(
+                browser_refuses(&rules, 7, "127.0.0.1", url),
+                refused,
+                "opened from the shared host: {url}"
+            );
+            // Opened from the host only C's tabs show: C's policy alone (A's would refuse
+            // www.example.com).
+            let refused = [&person_rules, &c]
+                .iter()
+                .any(|p| p.check_url(url).is_err());
+            assert_eq!(
+                browser_refuses(&rules, 7, "www.example.com", url),
+                refused,
+                "opened from C's host: {url}"
+            );
+            // A person's known tab, and a site no group tab shows: untouched.
+            assert!(!browser_refuses(&rules, 9, "127.0.0.1", url), "{url}");
+            assert!(!browser_refuses(&rules, 7, "person.test", url), "{url}");
+        }
+        // No tabs, no rules; an agent without tabs has none.
+        assert!(browser_rules(&person_rules, &[], &[9], 1000).is_empty());
+        let none = browser_rules(
+            &person(&[], &[]),
+            &[AgentTabs {
+                policy: &a,
+                tabs: &[],
+                shown: &shared,
+            }],
+            &[],
+            1000,
+        );
+        assert!(none.is_empty(), "{none:?}");
+    }
+
+    /// The shared-host decision: hosts a request's initiator could match together (the same
+    /// host, or one below the other, joined transitively) are one set, held to every agent
+    /// that shows one of them; unrelated hosts of the same agents are one set.
+    #[test]
+    fn hosts_two_agents_share_are_held_to_both_and_the_rest_to_their_own() {
+        let (a, b, c) = (
+            hosts(&["example.com", "a.test", "b.test"]),
+            hosts(&["www.example.com"]),
+            hosts(&["other.test", "b.test"]),
+        );
+        assert_eq!(
+            opener_sets(&[&a, &b, &c]),
+            vec![
+                (vec![0, 1], hosts(&["example.com", "www.example.com"])),
+                (vec![0], hosts(&["a.test"])),
+                (vec![0, 2], hosts(&["b.test"])),
+                (vec![2], hosts(&["other.test"])),
+            ]
+        );
+        // Joined transitively: x.test relates a.x.test and b.x.test, which are unrelated.
+        let (a, b, c) = (
+            hosts(&["a.x.test"]),
+            hosts(&["x.test"]),
+            hosts(&["b.x.test"]),
+        );
+        assert_eq!(
+            opener_sets(&[&a, &b, &c]),
+            vec![(vec![0, 1, 2], hosts(&["a.x.test", "b.x.test", "x.test"]))]
+        );
+        assert!(opener_sets(&[]).is_empty());
+        // Not a suffix of a label: example.com and notexample.com are apart.
+        let (a, b) = (hosts(&["example.com"]), hosts(&["notexample.com"]));
+        assert_eq!(opener_sets(&[&a, &b]).len(), 2);
+        // Both policies together refuse what either refuses.
+        let p = policy(Some(&["example.com", "127.0.0.1"]), &["admin.example.com"]);
+        let q = policy(Some(&["www.example.com", "example.org"]), &["evil.test"]);
+        for url in [
+            "https://example.com/",
+            "https://www.example.com/",
+            "https://admin.example.com/",
+            "https://example.org/",
+            "http://127.0.0.1/",
+            "https://evil.test/",
+        ] {
+            assert_eq!(
+                p.and(&q).check_url(url).is_err(),
+                p.check_url(url).is_err() || q.check_url(url).is_err(),
+                "{url}"
+            );
+        }
+    }
+
+    /// The browser's bounds: when the sets for opened tabs would not fit, one set held to
+    /// every agent's policy stands for them (refusing more, never less), and `worst_case`
+    /// bounds what the rules need, whatever the tabs show.
+    #[test]
+    fn the_rules_stay_within_the_browser_s_bounds() {
+        // Three agents with 100 subdomain patterns each (a regular expression each, in both
+        // sets), their tabs showing hosts in every combination: seven sets for opened tabs.
+        let blocked =
+            |n: usize| -> Vec<String> { (0..100).map(|i| format!("*.s{n}x{i}.test")).collect() };
+        let ps: Vec<HostPolicy> = (0..3)
+            .map(|n| HostPolicy::new(None, &blocked(n)).unwrap())
+            .collect();
+        let shown = [
+            hosts(&["a.test", "ab.test", "ac.test", "abc.test"]),
+            hosts(&["b.test", "ab.test", "bc.test", "abc.test"]),
+            hosts(&["c.test", "ac.test", "bc.test", "abc.test"]),
+        ];
+        let tabs = [[1], [2], [3]];
+        let agents: Vec<AgentTabs> = (0..3)
+            .map(|i| AgentTabs {
+                policy: &ps[i],
+                tabs: &tabs[i],
+                shown: &shown[i],
+            })
+            .collect();
+        assert_eq!(opener_sets(&[&shown[0], &shown[1], &shown[2]]).len(), 7);
+        let person_rules = person(&[], &[]);
+        let rules = browser_rules(&person_rules, &agents, &[], 1000);
+        assert!(fits(&rules), "{:?}", counts(&rules));
+        let refs: Vec<&HostPolicy> = ps.iter().collect();
+        let (all, regex) = worst_case(&person_rules, &refs);
+        let (got_all, got_regex) = counts(&rules);
+        assert!(
+            got_all <= all && got_regex <= regex,
+            "{:?} > {:?}",
+            (got_all, got_regex),
+            (all, regex)
+        );
+        // The one set refuses what any agent refuses, from any shown host.
+        for url in [
+            "https://x.s0x5.test/",
+            "https://x.s2x99.test/",
+            "https://fine.test/",
+        ] {
+            let refused = ps.iter().any(|p| p.check_url(url).is_err());
+            assert_eq!(browser_refuses(&rules, 8, "a.test", url), refused, "{url}");
+        }
+        // Each set alone where they fit: from a host only A shows, B's patterns do not apply.
+        let small: Vec<HostPolicy> = (0..3)
+            .map(|n| HostPolicy::new(None, &[format!("*.s{n}.test")]).unwrap())
+            .collect();
+        let agents: Vec<AgentTabs> = (0..3)
+            .map(|i| AgentTabs {
+                policy: &small[i],
+                tabs: &tabs[i],
+                shown: &shown[i],
+            })
+            .collect();
+        let rules = browser_rules(&person_rules, &agents, &[], 1000);
+        assert!(browser_refuses(&rules, 8, "a.test", "https://x.s0.test/"));
+        assert!(!browser_refuses(&rules, 8, "a.test", "https://x.s1.test/"));
+        assert!(browser_refuses(&rules, 8, "ab.test", "https://x.s1.test/"));
+        let refs: Vec<&HostPolicy> = small.iter().collect();
+        let (all, regex) = worst_case(&person_rules, &refs);
+        let (got_all, got_regex) = counts(&rules);
+        assert!(got_all <= all + 6 * 4 && got_regex <= regex + 6 * 2);
+        // Two agents of 500 patterns each fit (an expression each); a third would not.
+        let big = |n: usize| -> HostPolicy {
+            let list: Vec<String> = (0..MAX_PATTERNS)
+                .map(|i| format!("h{n}x{i}.test"))
+                .collect();
+            HostPolicy::new(Some(&list), &[]).unwrap()
+        };
+        let (one, two, three) = (big(0), big(1), big(2));
+        assert_eq!(worst_case(&person_rules, &[&one, &two]).1, MAX_REGEX_RULES);
+        assert!(worst_case(&person_rules, &[&one, &two, &three]).1 > MAX_REGEX_RULES);
     }
 }

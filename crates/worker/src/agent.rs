@@ -40,6 +40,15 @@ impl Agent {
             (Some(n), c) => format!("{c}/{n}"),
         }
     }
+
+    /// The agent of a [`Agent::key`].
+    pub fn from_key(key: &str) -> Agent {
+        let (conn, name) = match key.split_once('/') {
+            Some((c, n)) => (c, Some(n.to_string())),
+            None => (key, None),
+        };
+        Agent::of(conn.parse().unwrap_or(0), name)
+    }
 }
 
 /// A group's title and colour.

@@ -35,12 +35,13 @@ fn with<R>(f: impl FnOnce(&mut Known) -> R) -> R {
 /// The address the tab shows, or is about to show: a pending navigation to a refused page counts
 /// as shown (it commits in a moment), and so does a committed one while another is pending.
 fn refusal(tab: &Tab) -> Option<(Refusal, String)> {
+    let id = tab.id?;
     [tab.url.as_deref(), tab.pending_url.as_deref()]
         .into_iter()
         .flatten()
         .filter(|u| !u.is_empty())
         .find_map(|u| {
-            crate::policy::check_page(u)
+            crate::policy::check_page(id, u)
                 .err()
                 .map(|r| (r, u.to_string()))
         })
@@ -137,7 +138,7 @@ pub fn on_event(tab: i32, session: Option<&str>, method: &str, p: &Value) -> boo
     let Some(url) = url.filter(|u| !u.is_empty()) else {
         return false;
     };
-    match crate::policy::check_page(url) {
+    match crate::policy::check_page(tab, url) {
         Ok(()) => {
             // A navigation that only started proves nothing about the page shown until it
             // commits; a committed one does.

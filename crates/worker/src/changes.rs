@@ -1,7 +1,8 @@
 //! What changed in the browser since the backend last asked: tabs the automation group gained,
 //! downloads started, finished or failed, dialogs the policy answered, navigations the policy
 //! refused. Whoever sees a change pushes it here; the `browser_state` report drains it, so each
-//! change is reported once. Bounded: past [`MAX`] the oldest go, and the next report says how
+//! change is reported once, and each is about a tab: only the report of the agent whose tab it
+//! is says it (`drain_except`). Bounded: past [`MAX`] the oldest go, and the next report says how
 //! many were dropped.
 
 use serde::Serialize;
@@ -23,6 +24,9 @@ pub enum Change {
     TabOpened { tab_id: i32 },
     /// A download began.
     DownloadStarted {
+        /// The tab it came from: whose report it is (not in the report).
+        #[serde(skip)]
+        tab_id: i32,
         download_id: String,
         url: String,
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -30,6 +34,9 @@ pub enum Change {
     },
     /// A download finished; `path` only where the policy allows paths to be reported.
     DownloadCompleted {
+        /// The tab it came from: whose report it is (not in the report).
+        #[serde(skip)]
+        tab_id: i32,
         download_id: String,
         url: String,
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -41,6 +48,9 @@ pub enum Change {
     },
     /// A download failed or was cancelled.
     DownloadFailed {
+        /// The tab it came from: whose report it is (not in the report).
+        #[serde(skip)]
+        tab_id: i32,
         download_id: String,
         url: String,
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -95,23 +105,23 @@ pub fn drain_except(held: impl Fn(i32) -> bool) -> (Vec<Change>, usize) {
     PENDING.with(|p| {
         let mut p = p.borrow_mut();
         let dropped = std::mem::take(&mut p.dropped);
-        let (kept, out): (VecDeque<Change>, VecDeque<Change>) = p
-            .changes
-            .drain(..)
-            .partition(|c| c.tab().is_some_and(&held));
+        let (kept, out): (VecDeque<Change>, VecDeque<Change>) =
+            p.changes.drain(..).partition(|c| held(c.tab()));
         p.changes = kept;
         (out.into_iter().collect(), dropped)
     })
 }
 
 impl Change {
-    /// The tab it is about, if any.
-    fn tab(&self) -> Option<i32> {
+    /// The tab it is about: the report of the agent whose tab it is says it.
+    fn tab(&self) -> i32 {
         match self {
             Change::TabOpened { tab_id }
             | Change::DialogDismissed { tab_id, .. }
-            | Change::NavigationRefused { tab_id, .. } => Some(*tab_id),
-            _ => None,
+            | Change::NavigationRefused { tab_id, .. }
+            | Change::DownloadStarted { tab_id, .. }
+            | Change::DownloadCompleted { tab_id, .. }
+            | Change::DownloadFailed { tab_id, .. } => *tab_id,
         }
     }
 }

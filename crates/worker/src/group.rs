@@ -153,7 +153,7 @@ pub async fn owner_of(group: i32) -> Option<Agent> {
             .map(|(key, _)| key.clone())
     });
     if let Some(key) = key {
-        return Some(agent_of_key(&key));
+        return Some(Agent::from_key(&key));
     }
     let title = tab_groups::get(group).await?.title?;
     let mut candidates = vec![Agent::default()];
@@ -164,14 +164,6 @@ pub async fn owner_of(group: i32) -> Option<Agent> {
         }
     }
     None
-}
-
-fn agent_of_key(key: &str) -> Agent {
-    let (conn, name) = match key.split_once('/') {
-        Some((c, n)) => (c, Some(n.to_string())),
-        None => (key, None),
-    };
-    Agent::of(conn.parse().unwrap_or(0), name)
 }
 
 /// The current agent's group, creating it (a normal window with one grouped tab) when none

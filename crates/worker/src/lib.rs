@@ -119,8 +119,8 @@ pub fn on_tab_created(tab: JsValue) {
     spawn_local(async move {
         // A tab a group tab opened is held to the URL policy from now, before it is known to
         // join the group (it leaves the rules again if it does not).
-        if policy::rules::covers(opener) {
-            if let Err(e) = policy::rules::cover(id).await {
+        if let Some(owner) = policy::rules::owner(opener) {
+            if let Err(e) = policy::rules::cover(id, &agent::Agent::from_key(&owner)).await {
                 js::log(&format!("tab {id} opened by {opener}: {e}"));
             }
         }

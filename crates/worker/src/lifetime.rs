@@ -60,8 +60,8 @@ const STORES: [(&str, Holds); 13] = [
 /// recording now, not at its first command, and is reported (`TabOpened`; a tab a command or a
 /// page opened was made active there already); leaving it detaches it and forgets all of it.
 pub async fn group_changed(tab: i32, group: i32) {
-    if group::owner_of(group).await.is_some() {
-        if let Err(e) = policy::rules::cover(tab).await {
+    if let Some(owner) = group::owner_of(group).await {
+        if let Err(e) = policy::rules::cover(tab, &owner).await {
             js::log(&format!(
                 "the URL policy for tab {tab}, which joined the group: {e}"
             ));

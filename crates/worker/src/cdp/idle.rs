@@ -3,7 +3,7 @@
 //! attaches again (`cdp::send` attaches on demand). The period is the setting
 //! `debuggerIdleSeconds` in chrome.storage.local (default 5 minutes, 0 = never; the Options page
 //! sets whole minutes). Never cut: a tab with a command running, an open JavaScript dialog or a
-//! download in progress, nor any tab while the backend's policy answers dialogs ("dismiss",
+//! download in progress, nor a tab whose agent's policy answers dialogs ("dismiss",
 //! "accept": a dialog that opens while no debugger is attached is reported to none, and would
 //! hang its page until the next command).
 //!
@@ -165,11 +165,6 @@ fn watch() {
 
 /// Detaches every tab idle for `period` ms; returns the time until the next one may be due.
 async fn detach_idle(period: f64) -> f64 {
-    // Chrome reports a dialog only to a debugger attached when it opened: while the policy
-    // answers dialogs, a detached tab's dialog would hang its page, so none is detached.
-    if crate::policy::dialog_answer().is_some() {
-        return RECHECK_MS;
-    }
     let now = now_ms();
     let mut next = RECHECK_MS;
     let candidates: Vec<(i32, f64)> = TABS.with(|t| {
@@ -187,6 +182,12 @@ async fn detach_idle(period: f64) -> f64 {
         let due = last + period - now;
         if due > 0.0 {
             next = next.min(due);
+            continue;
+        }
+        // Chrome reports a dialog only to a debugger attached when it opened: while the tab's
+        // agent's policy answers dialogs, a detached tab's dialog would hang its page, so it
+        // is not detached.
+        if crate::policy::dialog_answer(tab).is_some() {
             continue;
         }
         if record::open_dialog(tab).is_some() || record::downloading(tab) {

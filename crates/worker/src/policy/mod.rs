@@ -1,8 +1,15 @@
-//! The backend's policy for the automation group's tabs, set by `set_policy`: which web hosts
-//! they may show (`allowedHosts`, `blockedHosts`), how JavaScript dialogs are answered
-//! (`dialogs`), whether a finished download's path is reported (`downloadPaths`). Kept in
-//! chrome.storage.session, so it outlives the worker (not the browser), and loaded once per
-//! worker before the first command ([`ready`]).
+//! Each agent's policy for its own group's tabs, set by `set_policy` (the agent of the command,
+//! `agent::current()`): which web hosts they may show (`allowedHosts`, `blockedHosts`), how
+//! their JavaScript dialogs are answered (`dialogs`), whether a finished download's path is
+//! reported (`downloadPaths`). Kept in chrome.storage.session per agent (the primary's under
+//! "policy", as it always was; the others' under "policies", as `[Agent::key, policy]` pairs), so it outlives
+//! the worker (not the browser), and loaded once per worker before the first command
+//! ([`ready`]). An agent's policy goes with its connection when the person removes that
+//! ([`connection_removed`]).
+//!
+//! Whatever reads a policy reads the one of the agent whose tab it is about: the tab's owner is
+//! the one the request rules name it for (`rules::owner`, set by whoever covers the tab, which
+//! knows the owner). A tab whose owner is not known is held to every agent's policy.
 //!
 //! One policy mechanism: [`check_page`] and [`check_navigation`] are `protocol::url_policy`'s
 //! scheme boundary followed by these hosts, and the boundary holds every group tab's page to
@@ -12,20 +19,24 @@
 //!
 //! The person's site rules (`site_rules`, from Options) are part of the same mechanism: checked
 //! before the backend's hosts (a refusal then names the person's rule), and written to the
-//! request rules above the backend's, so the person's always win.
+//! request rules above every agent's, so the person's always win.
 
 pub mod rules;
 pub mod site_rules;
 
+use crate::agent::Agent;
 use crate::changes::{self, Change};
 use crate::chrome::storage::{self, Area};
-use protocol::host_rules::HostPolicy;
+use protocol::host_rules::{self, HostPolicy};
 use protocol::url_policy::{self, Refusal};
 use protocol::ToolResult;
 use serde::{Deserialize, Serialize};
 use std::cell::{Cell, RefCell};
 
+/// Where the primary agent's policy is kept (as it always was).
 const KEY: &str = "policy";
+/// Where every other agent's is kept: a list of `[Agent::key, policy]` pairs.
+const OTHERS_KEY: &str = "policies";
 
 /// How a JavaScript dialog on a group tab is answered.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -51,39 +62,45 @@ pub struct Policy {
     pub download_paths: bool,
 }
 
+/// One agent's policy in force.
 struct InForce {
-    /// The policy's marker ([`marker`]); `None`: no backend set one in this browser session.
-    marker: Option<String>,
+    /// By `Agent::key`.
+    agent: String,
+    policy: Policy,
+    /// The policy's marker ([`marker`]).
+    marker: String,
     hosts: HostPolicy,
     /// `Some(accept)`: every dialog answered at once; `None`: dialogs wait for handle_dialog.
     dialog_answer: Option<bool>,
-    download_paths: bool,
 }
 
 impl InForce {
-    fn of(p: &Policy, hosts: HostPolicy, set: bool) -> InForce {
+    fn of(agent: String, policy: Policy, hosts: HostPolicy) -> InForce {
         InForce {
-            marker: set.then(|| marker_of(p)),
+            agent,
+            marker: marker_of(&policy),
             hosts,
-            dialog_answer: match p.dialogs {
+            dialog_answer: match policy.dialogs {
                 Dialogs::Ask => None,
                 Dialogs::Dismiss => Some(false),
                 Dialogs::Accept => Some(true),
             },
-            download_paths: p.download_paths,
+            policy,
         }
     }
 }
 
 thread_local! {
-    static IN_FORCE: RefCell<Option<InForce>> = const { RefCell::new(None) };
+    /// The agents' policies (only of agents that set one), once loaded. A plain list: a few
+    /// agents.
+    static IN_FORCE: RefCell<Option<Vec<InForce>>> = const { RefCell::new(None) };
     static LOADING: Cell<bool> = const { Cell::new(false) };
     /// Each tab's last navigation the rules refused: its address, and when.
     static LAST_REFUSED: RefCell<std::collections::HashMap<i32, (String, f64)>> =
         RefCell::new(std::collections::HashMap::new());
 }
 
-/// The policy is in memory (loaded from storage at the first call of this worker).
+/// The policies are in memory (loaded from storage at the first call of this worker).
 pub async fn ready() {
     for _ in 0..250 {
         if IN_FORCE.with(|p| p.borrow().is_some()) {
@@ -93,18 +110,9 @@ pub async fn ready() {
             if !site_rules::loaded() {
                 site_rules::load().await;
             }
-            let stored = storage::get::<Policy>(Area::Session, KEY)
-                .await
-                .unwrap_or_else(|e| {
-                    crate::js::log(&format!("reading the policy: {e}"));
-                    None
-                });
+            let loaded = load().await;
             if IN_FORCE.with(|p| p.borrow().is_none()) {
-                let set = stored.is_some();
-                let stored = stored.unwrap_or_default();
-                // Written by this code, so it parses; a policy that does not is none at all.
-                let hosts = hosts_of(&stored).unwrap_or_default();
-                IN_FORCE.with(|p| *p.borrow_mut() = Some(InForce::of(&stored, hosts, set)));
+                IN_FORCE.with(|p| *p.borrow_mut() = Some(loaded));
             }
             LOADING.with(|l| l.set(false));
             // The rules Chrome kept name the tabs of before the restart: named again now.
@@ -117,6 +125,58 @@ pub async fn ready() {
         }
         crate::js::sleep_ms(20).await;
     }
+}
+
+/// The stored policies.
+async fn load() -> Vec<InForce> {
+    let primary = storage::get::<Policy>(Area::Session, KEY).await;
+    let others = storage::get::<Vec<(String, Policy)>>(Area::Session, OTHERS_KEY).await;
+    let (primary, others) = match (primary, others) {
+        (Ok(p), Ok(o)) => (p, o.unwrap_or_default()),
+        (Err(e), _) | (_, Err(e)) => {
+            crate::js::log(&format!("reading the policies: {e}"));
+            (None, Vec::new())
+        }
+    };
+    primary
+        .map(|p| (String::new(), p))
+        .into_iter()
+        .chain(others)
+        // Written by this code, so it parses; a policy that does not is none at all.
+        .filter_map(|(agent, p)| Some(InForce::of(agent, p.clone(), hosts_of(&p).ok()?)))
+        .collect()
+}
+
+/// Writes the agents' policies as they are in memory.
+async fn store() -> Result<(), String> {
+    let (primary, others) = IN_FORCE.with(|p| {
+        let mut primary = None;
+        let mut others = Vec::new();
+        for f in p.borrow().iter().flatten() {
+            if f.agent.is_empty() {
+                primary = Some(f.policy.clone());
+            } else {
+                others.push((f.agent.clone(), f.policy.clone()));
+            }
+        }
+        (primary, others)
+    });
+    match primary {
+        Some(p) => storage::set(Area::Session, KEY, &p).await?,
+        None => storage::remove_session(&[KEY.to_string()]).await?,
+    }
+    storage::set(Area::Session, OTHERS_KEY, &others).await
+}
+
+/// The agents that set a policy (after [`ready`]).
+pub fn agents() -> Vec<Agent> {
+    IN_FORCE.with(|p| {
+        p.borrow()
+            .iter()
+            .flatten()
+            .map(|f| Agent::from_key(&f.agent))
+            .collect()
+    })
 }
 
 #[wasm_bindgen::prelude::wasm_bindgen]
@@ -143,12 +203,31 @@ fn hosts_of(p: &Policy) -> Result<HostPolicy, String> {
     HostPolicy::new(p.allowed_hosts.as_deref(), &p.blocked_hosts)
 }
 
-/// The marker of the policy in force, which every state report carries: 16 hex digits that
-/// change with the policy (a hash of it as `set_policy` answers it), or `None` when no backend
-/// set a policy in this browser session. The policy lives in chrome.storage.session, which the
+/// The agent's hosts (every host when it set no policy).
+fn hosts_for(agent: &str) -> HostPolicy {
+    with_agent(agent, |f| f.map(|f| f.hosts.clone()).unwrap_or_default())
+}
+
+/// `f` of the agent's policy in force, if it set one.
+fn with_agent<R>(agent: &str, f: impl FnOnce(Option<&InForce>) -> R) -> R {
+    IN_FORCE.with(|p| f(p.borrow().iter().flatten().find(|f| f.agent == agent)))
+}
+
+/// `f` of the policy of the agent whose tab it is; `None` for a tab whose owner is not known,
+/// or whose owner set no policy.
+fn with_tab<R>(tab: i32, f: impl FnOnce(Option<&InForce>) -> R) -> R {
+    match rules::owner(tab) {
+        Some(owner) => with_agent(&owner, f),
+        None => f(None),
+    }
+}
+
+/// The marker of the agent's policy, which its every state report carries: 16 hex digits that
+/// change with the policy (a hash of it as `set_policy` answers it), or `None` when the agent
+/// set no policy in this browser session. Policies live in chrome.storage.session, which the
 /// browser empties when it quits: a driver that sees `None` after setting one sends it again.
-pub fn marker() -> Option<String> {
-    IN_FORCE.with(|p| p.borrow().as_ref().and_then(|p| p.marker.clone()))
+pub fn marker(agent: &Agent) -> Option<String> {
+    with_agent(&agent.key(), |f| f.map(|f| f.marker.clone()))
 }
 
 /// FNV-1a (64 bits) of the policy's JSON: stable across workers and builds.
@@ -160,46 +239,71 @@ fn marker_of(p: &Policy) -> String {
     format!("{hash:016x}")
 }
 
-/// How the policy answers a JavaScript dialog: `Some(accept)`, or `None` (it waits for
-/// handle_dialog). Read by `cdp::record` when a dialog opens.
-pub fn dialog_answer() -> Option<bool> {
-    IN_FORCE.with(|p| p.borrow().as_ref().and_then(|p| p.dialog_answer))
+/// How the policy of the tab's agent answers a JavaScript dialog on it: `Some(accept)`, or
+/// `None` (it waits for handle_dialog; also for a tab whose owner is not known). Read by
+/// `cdp::record` when a dialog opens, and by idle detach.
+pub fn dialog_answer(tab: i32) -> Option<bool> {
+    with_tab(tab, |f| f.and_then(|f| f.dialog_answer))
 }
 
-/// Whether a finished download's path is reported (`downloadPaths`).
-pub fn download_paths() -> bool {
-    IN_FORCE.with(|p| p.borrow().as_ref().is_some_and(|p| p.download_paths))
-}
-
-/// The backend's hosts in force (every host until the policy is loaded, which [`ready`] does
-/// before any command).
-pub fn with_hosts<R>(f: impl FnOnce(&HostPolicy) -> R) -> R {
-    IN_FORCE.with(|p| match p.borrow().as_ref() {
-        Some(in_force) => f(&in_force.hosts),
-        None => f(&HostPolicy::default()),
+/// Whether the agent's policy answers dialogs.
+pub fn answers_dialogs(agent: &Agent) -> bool {
+    with_agent(&agent.key(), |f| {
+        f.is_some_and(|f| f.dialog_answer.is_some())
     })
 }
 
-/// The person's hosts and the backend's, in force.
-pub fn with_both<R>(f: impl FnOnce(&HostPolicy, &HostPolicy) -> R) -> R {
-    site_rules::with(|person| with_hosts(|backend| f(&person.hosts, backend)))
+/// Whether a finished download's path is reported for a download of this tab (its agent's
+/// `downloadPaths`).
+pub fn download_paths(tab: i32) -> bool {
+    with_tab(tab, |f| f.is_some_and(|f| f.policy.download_paths))
+}
+
+/// Whether no policy and none of the person's rules refuse anything.
+pub fn all_open() -> bool {
+    site_rules::with(|person| person.hosts.is_open())
+        && IN_FORCE.with(|p| p.borrow().iter().flatten().all(|f| f.hosts.is_open()))
 }
 
 /// Whether a group tab showing `url` may be read and acted on: the scheme boundary, then the
-/// person's site rules, then the backend's hosts.
-pub fn check_page(url: &str) -> Result<(), Refusal> {
-    with_both(|person, backend| {
-        url_policy::check_page_with(url, person)?;
-        url_policy::check_page_with(url, backend)
+/// person's site rules, then the hosts of the tab's agent (of every agent, for a tab whose
+/// owner is not known).
+pub fn check_page(tab: i32, url: &str) -> Result<(), Refusal> {
+    checked(tab, |hosts| {
+        url_policy::check_page_with(url, hosts).map(|()| url.to_string())
+    })
+    .map(drop)
+}
+
+/// The person's hosts, then each policy `tab` is held to, in turn: `step` answers the URL to
+/// check next (a navigation's is normalized by the first).
+fn checked(
+    tab: i32,
+    mut step: impl FnMut(&HostPolicy) -> Result<String, Refusal>,
+) -> Result<String, Refusal> {
+    let url = site_rules::with(|person| step(&person.hosts))?;
+    let owner = rules::owner(tab);
+    IN_FORCE.with(|p| {
+        let list = p.borrow();
+        let held = list
+            .iter()
+            .flatten()
+            .filter(|f| owner.as_ref().is_none_or(|o| *o == f.agent));
+        let mut url = url;
+        for f in held {
+            url = step(&f.hosts)?;
+        }
+        Ok(url)
     })
 }
 
 /// Whether a command may send a group tab to `url`: the URL to load. A host the person's
-/// rules or the backend's policy refuses is reported as a refused navigation.
+/// rules or the policy of the tab's agent refuses is reported as a refused navigation.
 pub fn check_navigation(tab: i32, url: &str, current: Option<&str>) -> Result<String, Refusal> {
-    let checked = with_both(|person, backend| {
-        let url = url_policy::check_navigation_with(url, current, person)?;
-        url_policy::check_navigation_with(&url, current, backend)
+    let mut next = url.to_string();
+    let checked = checked(tab, |hosts| {
+        next = url_policy::check_navigation_with(&next, current, hosts)?;
+        Ok(next.clone())
     });
     if let Err(Refusal::Host(_)) = &checked {
         changes::push(Change::NavigationRefused {
@@ -216,7 +320,7 @@ pub fn check_navigation(tab: i32, url: &str, current: Option<&str>) -> Result<St
 /// for tabs a group tab's page opens: reported if a group tab opened it, and loaded again if it
 /// is someone else's ([`rules::repair`]).
 pub fn navigation_blocked(tab: i32, url: &str) {
-    if !matches!(check_page(url), Err(Refusal::Host(_))) {
+    if !matches!(check_page(tab, url), Err(Refusal::Host(_))) {
         return;
     }
     if rules::covers(tab) {
@@ -308,14 +412,36 @@ pub struct Args {
     download_paths: Option<bool>,
 }
 
-/// set_policy: checked, stored, enforced, answered with the policy in force.
-pub async fn set(args: Args) -> Result<ToolResult, String> {
+/// set_policy: the calling agent's policy, checked, stored, enforced, answered as in force.
+/// Refused when the browser could not hold the request rules of every agent's policy together.
+pub async fn set(agent: &Agent, args: Args) -> Result<ToolResult, String> {
     ready().await;
     let hosts = HostPolicy::new(
         args.allowed_hosts.as_deref(),
         args.blocked_hosts.as_deref().unwrap_or_default(),
     )
     .map_err(|e| format!("The policy was not changed: {e}."))?;
+    let key = agent.key();
+    let (all, regex) = site_rules::with(|person| {
+        IN_FORCE.with(|p| {
+            let list = p.borrow();
+            let mut policies: Vec<&HostPolicy> = list
+                .iter()
+                .flatten()
+                .filter(|f| f.agent != key)
+                .map(|f| &f.hosts)
+                .collect();
+            policies.push(&hosts);
+            host_rules::worst_case(&person.hosts, &policies)
+        })
+    });
+    if all > host_rules::MAX_SESSION_RULES || regex > host_rules::MAX_REGEX_RULES {
+        return Err(format!(
+            "The policy was not changed: with the other agents' policies in this browser and the person's site rules it could need {all} request rules, {regex} of them by regular expression, and the browser holds at most {} and {}. Use fewer, broader host patterns (example.com covers its subdomains).",
+            host_rules::MAX_SESSION_RULES,
+            host_rules::MAX_REGEX_RULES
+        ));
+    }
     let (allowed_hosts, blocked_hosts) = hosts.written();
     let policy = Policy {
         allowed_hosts,
@@ -323,13 +449,55 @@ pub async fn set(args: Args) -> Result<ToolResult, String> {
         dialogs: args.dialogs.unwrap_or_default(),
         download_paths: args.download_paths.unwrap_or(false),
     };
-    storage::set(Area::Session, KEY, &policy)
-        .await
-        .map_err(|e| format!("The policy was not changed: it could not be stored ({e})."))?;
-    IN_FORCE.with(|p| *p.borrow_mut() = Some(InForce::of(&policy, hosts, true)));
+    let text = serde_json::to_string(&policy).map_err(|e| e.to_string())?;
+    let before = replace(&key, Some(InForce::of(key.clone(), policy, hosts)));
+    if let Err(e) = store().await {
+        replace(&key, before);
+        return Err(format!(
+            "The policy was not changed: it could not be stored ({e})."
+        ));
+    }
     rules::refresh().await.map_err(|e| {
         format!("The policy is stored but the browser did not take its request rules: {e}")
     })?;
-    let text = serde_json::to_string(&policy).map_err(|e| e.to_string())?;
     Ok(ToolResult::text(text))
+}
+
+/// Puts `with` in the agent's place (none: the agent has no policy); answers what was there.
+fn replace(agent: &str, with: Option<InForce>) -> Option<InForce> {
+    IN_FORCE.with(|p| {
+        let mut p = p.borrow_mut();
+        let list = p.get_or_insert_with(Vec::new);
+        let before = list
+            .iter()
+            .position(|f| f.agent == agent)
+            .map(|i| list.remove(i));
+        list.extend(with);
+        before
+    })
+}
+
+/// The person removed connection `conn`: the policies of its agents go with it (from memory,
+/// storage and the request rules).
+pub async fn connection_removed(conn: u32) {
+    ready().await;
+    let gone: Vec<String> = agents()
+        .into_iter()
+        .filter(|a| a.conn == conn)
+        .map(|a| a.key())
+        .collect();
+    if gone.is_empty() {
+        return;
+    }
+    for key in &gone {
+        replace(key, None);
+    }
+    if let Err(e) = store().await {
+        crate::js::log(&format!(
+            "storing the policies without connection {conn}'s: {e}"
+        ));
+    }
+    if let Err(e) = rules::refresh().await {
+        crate::js::log(&format!("the URL policy's request rules: {e}"));
+    }
 }

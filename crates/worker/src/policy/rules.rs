@@ -1,59 +1,61 @@
 //! The policy's hosts as the browser's own request rules: chrome.declarativeNetRequest session
 //! rules, so Chrome refuses a group tab's page or frame request outside them before it leaves,
 //! whoever started it (a command, a redirect, a link, a script, a person typing), with no
-//! debugger attached. Two sets, from the same `HostPolicy`:
-//! - the group's tabs by id (`tabIds`): a tab is named from when the worker sees it join the
-//!   group (or be opened by a group tab), and before any command runs on it ([`cover`]);
+//! debugger attached. Two sets:
+//! - the groups' tabs by id (`tabIds`): a tab is named, as its agent's, from when the worker sees
+//!   it join an agent's group (or be opened by a group tab), and before any command runs on it
+//!   ([`cover`]);
 //! - the tabs a group tab's page opens, before the worker can know them (a link with
 //!   `target=_blank` sends its first request before `chrome.tabs.onCreated` reaches the
-//!   worker): top-level requests that a page on a host the group's tabs show started, in any tab
-//!   not known to be someone else's (`excludedTabIds`: every tab outside the group the worker
-//!   knows of). A person's own tab that it catches (a ctrl+click in the person's tab on a site a
+//!   worker): top-level requests that a page on a host the groups' tabs show started, in any tab
+//!   not known (`excludedTabIds`: every tab outside the groups the worker knows of, and the
+//!   groups' own, which the first set holds). A person's own tab that it catches (a ctrl+click in the person's tab on a site a
 //!   group tab also shows, before the new tab is known) is excluded and loaded again at once
 //!   ([`repair`]), so it never refuses a person's own navigation for longer than that.
 //!
 //! Session rules outlive the worker; the tabs they name are refreshed at each worker start.
 //!
-//! Both sets come in two layers (`host_rules::layers`): the backend's policy with its allowed
-//! hosts narrowed to the person's allowed sites, at ids [`FIRST_ID`].. and
-//! [`OPENED_FIRST_ID`].., priorities [`BASE_PRIORITY`]..+2; the person's blocked sites
-//! (Options) at ids [`PERSON_FIRST_ID`].. and [`PERSON_OPENED_FIRST_ID`].., at
-//! [`PERSON_PRIORITY`], above every backend rule, so the person's rules win.
+//! Both sets come in two layers, and the first is per agent (`host_rules::browser_rules`, which
+//! makes the whole set): each agent's tabs are named in rules of its own policy, with its
+//! allowed hosts narrowed to the person's allowed sites, at [`host_rules::BACKEND_PRIORITY`]..+2;
+//! every group tab is named in the person's blocked sites (Options) at
+//! [`host_rules::PERSON_PRIORITY`], above every agent's rule, so the person's rules win. The
+//! rules for opened tabs are per set of shown hosts (`host_rules::opener_sets`): a host only
+//! one agent's tabs show holds the tabs its pages open to that agent's policy; a host two
+//! agents' tabs show (or a host and its subdomain), whose opened tab cannot be attributed, to
+//! both (refused what either refuses).
+//!
+//! The rules are numbered from [`FIRST_ID`] without gaps on every write, which removes the ids of
+//! the previous one: at most `host_rules::MAX_SESSION_RULES` (Chrome's session-rule bound), of
+//! which at most `host_rules::MAX_REGEX_RULES` regular expressions, which `set_policy` keeps
+//! (`policy::set` refuses a policy that could need more, `host_rules::worst_case`).
 
-use super::site_rules;
+use crate::agent::Agent;
 use crate::chrome::declarative_net_request as dnr;
 use crate::chrome::tabs::{self, Tab};
-use protocol::host_rules::{layers, web_host, MAX_PATTERNS};
-use std::cell::RefCell;
+use protocol::host_rules::{self, web_host, AgentTabs, HostPolicy};
+use std::cell::{Cell, RefCell};
 
-/// The first id of the backend policy's rules for the group's tabs (one rule per pattern, and
-/// one refusing all).
+/// The first rule id; the rules take the ids from it on, one each.
 pub const FIRST_ID: u32 = 1_000;
-/// Under the person's allowed sites the backend's layer holds at most both allowed lists.
-const LAST_ID: u32 = FIRST_ID + (MAX_PATTERNS + site_rules::MAX_PATTERNS) as u32;
-/// The first id of its rules for tabs a group tab's page opens (at most as many, and two).
-pub const OPENED_FIRST_ID: u32 = 2_000;
-const OPENED_LAST_ID: u32 = OPENED_FIRST_ID + (MAX_PATTERNS + site_rules::MAX_PATTERNS) as u32 + 2;
-/// The backend policy's priorities: refuse all (by list) < allowed < blocked.
-pub const BASE_PRIORITY: u32 = 10;
-/// The first id of the person's rules (one per blocked site).
-pub const PERSON_FIRST_ID: u32 = 3_000;
-const PERSON_LAST_ID: u32 = PERSON_FIRST_ID + site_rules::MAX_PATTERNS as u32;
-/// The person's priorities: above every backend rule.
-pub const PERSON_PRIORITY: u32 = 20;
-/// The first id of the person's rules for tabs a group tab's page opens.
-pub const PERSON_OPENED_FIRST_ID: u32 = 4_000;
-const PERSON_OPENED_LAST_ID: u32 = PERSON_OPENED_FIRST_ID + site_rules::MAX_PATTERNS as u32;
 
-/// True when neither the person's rules nor the backend's policy refuse anything.
+/// True when neither the person's rules nor any agent's policy refuse anything.
 fn open() -> bool {
-    super::with_both(|person, backend| person.is_open() && backend.is_open())
+    super::all_open()
+}
+
+/// A tab the rules name: its agent (`Agent::key`) and the web host it shows (as far as the
+/// worker knows).
+struct Covered {
+    tab: i32,
+    owner: String,
+    host: Option<String>,
 }
 
 thread_local! {
-    /// The tabs the rules name, with the web host each shows (as far as the worker knows).
-    /// Plain lists (a few tabs; the worker's size counts more than lookups in them).
-    static COVERED: RefCell<Vec<(i32, Option<String>)>> = const { RefCell::new(Vec::new()) };
+    /// The tabs the rules name. Plain lists (a few tabs; the worker's size counts more than
+    /// lookups in them).
+    static COVERED: RefCell<Vec<Covered>> = const { RefCell::new(Vec::new()) };
     /// Tabs known to be outside the group: the rules for opened tabs leave them alone.
     static OTHERS: RefCell<Vec<i32>> = const { RefCell::new(Vec::new()) };
     /// The tabs whose refused navigation was loaded again (once each, in case another
@@ -62,11 +64,24 @@ thread_local! {
     /// The last tabs that closed (Chrome never reuses a tab id in a session): an event that
     /// comes after `onRemoved` (the group change of a closing tab) does not list them again.
     static CLOSED: RefCell<Vec<i32>> = const { RefCell::new(Vec::new()) };
+    /// How many rules the last write left (from [`FIRST_ID`]); `None` before this worker's
+    /// first, which removes every id a write can use.
+    static WRITTEN: Cell<Option<u32>> = const { Cell::new(None) };
+}
+
+/// The agent whose tab the rules name it as (`Agent::key`), if they name it.
+pub fn owner(tab: i32) -> Option<String> {
+    COVERED.with(|c| {
+        c.borrow()
+            .iter()
+            .find(|t| t.tab == tab)
+            .map(|t| t.owner.clone())
+    })
 }
 
 /// Whether the rules name the tab.
 pub fn covers(tab: i32) -> bool {
-    COVERED.with(|c| c.borrow().iter().any(|(t, _)| *t == tab))
+    COVERED.with(|c| c.borrow().iter().any(|t| t.tab == tab))
 }
 
 /// Whether the tab is known to be outside the group (a person's).
@@ -111,18 +126,36 @@ fn remove_covered(tab: i32) -> bool {
     COVERED.with(|c| {
         let mut c = c.borrow_mut();
         let before = c.len();
-        c.retain(|(t, _)| *t != tab);
+        c.retain(|t| t.tab != tab);
         c.len() != before
     })
 }
 
-/// The distinct web hosts the covered tabs show, sorted.
-fn initiators() -> Vec<String> {
-    let mut hosts: Vec<String> =
-        COVERED.with(|c| c.borrow().iter().filter_map(|(_, h)| h.clone()).collect());
+/// The distinct web hosts the covered tabs of `owner` show, sorted.
+fn shown_by(covered: &[Covered], owner: &str) -> Vec<String> {
+    let mut hosts: Vec<String> = covered
+        .iter()
+        .filter(|t| t.owner == owner)
+        .filter_map(|t| t.host.clone())
+        .collect();
     hosts.sort_unstable();
     hosts.dedup();
     hosts
+}
+
+/// Per agent with a covered tab, the web hosts its tabs show (what the rules for opened tabs
+/// follow).
+fn shown() -> Vec<(String, Vec<String>)> {
+    COVERED.with(|c| {
+        let c = c.borrow();
+        let mut owners: Vec<&str> = c.iter().map(|t| t.owner.as_str()).collect();
+        owners.sort_unstable();
+        owners.dedup();
+        owners
+            .into_iter()
+            .map(|o| (o.to_string(), shown_by(&c, o)))
+            .collect()
+    })
 }
 
 /// The web host of a tab's address, as the browser's `initiatorDomains` takes it (IPv6
@@ -136,39 +169,50 @@ fn host_of(tab: &Tab) -> Option<String> {
     host_shown(tab.url.as_deref()).or_else(|| host_shown(tab.pending_url.as_deref()))
 }
 
-/// Writes the rules for the policy in force and the tabs known, replacing the previous ones in
-/// one step. Each call carries the whole state, made without an await before Chrome is asked,
-/// and Chrome takes one worker's calls in order: the last call made is the state in force.
+/// Writes the rules for the policies in force and the tabs known, replacing the previous ones
+/// in one step. Each call carries the whole state, made without an await before Chrome is
+/// asked, and Chrome takes one worker's calls in order: the last call made is the state in
+/// force.
 pub async fn apply() -> Result<(), String> {
-    let tabs: Vec<i32> = COVERED.with(|c| c.borrow().iter().map(|(t, _)| *t).collect());
     let others: Vec<i32> = OTHERS.with(|o| o.borrow().clone());
-    let initiators = initiators();
-    let rules = super::with_both(|person, backend| {
-        let (lower, upper) = layers(person, backend);
-        let mut rules = lower.dnr_rules(FIRST_ID, BASE_PRIORITY, &tabs);
-        rules.extend(upper.dnr_rules(PERSON_FIRST_ID, PERSON_PRIORITY, &tabs));
-        if !tabs.is_empty() {
-            rules.extend(lower.dnr_opener_rules(
-                OPENED_FIRST_ID,
-                BASE_PRIORITY,
-                &initiators,
-                &others,
-            ));
-            rules.extend(upper.dnr_opener_rules(
-                PERSON_OPENED_FIRST_ID,
-                PERSON_PRIORITY,
-                &initiators,
-                &others,
-            ));
+    let owners: Vec<(String, Vec<i32>)> = COVERED.with(|c| {
+        let mut by: Vec<(String, Vec<i32>)> = Vec::new();
+        for t in c.borrow().iter() {
+            match by.iter_mut().find(|(o, _)| *o == t.owner) {
+                Some((_, tabs)) => tabs.push(t.tab),
+                None => by.push((t.owner.clone(), vec![t.tab])),
+            }
         }
-        rules
+        by
     });
-    let remove: Vec<u32> = (FIRST_ID..=LAST_ID)
-        .chain(OPENED_FIRST_ID..=OPENED_LAST_ID)
-        .chain(PERSON_FIRST_ID..=PERSON_LAST_ID)
-        .chain(PERSON_OPENED_FIRST_ID..=PERSON_OPENED_LAST_ID)
+    let shown = shown();
+    let policies: Vec<HostPolicy> = owners.iter().map(|(o, _)| super::hosts_for(o)).collect();
+    let agents: Vec<AgentTabs> = owners
+        .iter()
+        .zip(&policies)
+        .map(|((o, tabs), policy)| AgentTabs {
+            policy,
+            tabs,
+            shown: shown
+                .iter()
+                .find(|(s, _)| s == o)
+                .map_or(&[][..], |(_, h)| h.as_slice()),
+        })
         .collect();
-    dnr::update_session_rules(&remove, &rules).await
+    let rules = super::site_rules::with(|person| {
+        host_rules::browser_rules(&person.hosts, &agents, &others, FIRST_ID)
+    });
+    let before = WRITTEN
+        .with(Cell::get)
+        .unwrap_or(host_rules::MAX_SESSION_RULES as u32);
+    let remove: Vec<u32> = (FIRST_ID..FIRST_ID + before.max(rules.len() as u32)).collect();
+    WRITTEN.with(|w| w.set(Some(rules.len() as u32)));
+    let written = dnr::update_session_rules(&remove, &rules).await;
+    if written.is_err() {
+        // What Chrome holds is not known now: the next write removes every id again.
+        WRITTEN.with(|w| w.set(None));
+    }
+    written
 }
 
 fn apply_later() {
@@ -183,19 +227,35 @@ fn apply_later() {
 }
 
 /// The tabs are named again from the browser as it is (at worker start, and when a policy is
-/// set): the group's tabs, and every other tab as someone else's.
+/// set): each agent's group's tabs as its own, and every other tab as someone else's.
 pub async fn refresh() -> Result<(), String> {
-    let groups = crate::group::find_all().await;
+    // The groups of agents that set a policy are found too (a named agent's group is known
+    // only once met, and after a restart its policy must hold before its next command).
+    for a in super::agents() {
+        let _ = crate::group::find_for(&a).await;
+    }
+    let mut groups: Vec<(i32, String)> = Vec::new();
+    for g in crate::group::find_all().await {
+        if let Some(owner) = crate::group::owner_of(g).await {
+            groups.push((g, owner.key()));
+        }
+    }
     let all = tabs::query(&tabs::Query::default()).await?;
-    let covered: Vec<(i32, Option<String>)> = all
+    let covered: Vec<Covered> = all
         .iter()
-        .filter(|t| groups.contains(&t.group_id))
-        .filter_map(|t| Some((t.id?, host_of(t))))
+        .filter_map(|t| {
+            let owner = groups.iter().find(|(g, _)| *g == t.group_id)?.1.clone();
+            Some(Covered {
+                tab: t.id?,
+                owner,
+                host: host_of(t),
+            })
+        })
         .collect();
     let mut others: Vec<i32> = all
         .iter()
         .filter_map(|t| t.id)
-        .filter(|id| !covered.iter().any(|(t, _)| t == id))
+        .filter(|id| !covered.iter().any(|t| t.tab == *id))
         .collect();
     others.sort_unstable();
     COVERED.with(|c| *c.borrow_mut() = covered);
@@ -203,15 +263,30 @@ pub async fn refresh() -> Result<(), String> {
     apply().await
 }
 
-/// Names the tab in the rules (it joined the group, or a group tab's page opened it); returns
-/// once Chrome has them. Cheap when it is named already.
-pub async fn cover(tab: i32) -> Result<(), String> {
+/// Names the tab in the rules as `owner`'s (it joined that agent's group, or a page of that
+/// agent's group opened it); returns once Chrome has them. Cheap when it is named so already.
+pub async fn cover(tab: i32, owner: &Agent) -> Result<(), String> {
     remove_other(tab);
-    if covers(tab) {
-        return Ok(());
-    }
-    COVERED.with(|c| c.borrow_mut().push((tab, None)));
-    if open() {
+    let owner = owner.key();
+    let known = COVERED.with(|c| {
+        let mut c = c.borrow_mut();
+        match c.iter_mut().find(|t| t.tab == tab) {
+            Some(t) if t.owner == owner => true,
+            Some(t) => {
+                t.owner = owner;
+                false
+            }
+            None => {
+                c.push(Covered {
+                    tab,
+                    owner,
+                    host: None,
+                });
+                false
+            }
+        }
+    });
+    if known || open() {
         return Ok(());
     }
     apply().await
@@ -222,17 +297,15 @@ pub async fn cover(tab: i32) -> Result<(), String> {
 pub fn shows(tab: &Tab) {
     let Some(id) = tab.id else { return };
     let host = host_of(tab);
-    let before = initiators();
-    let changed = COVERED.with(
-        |c| match c.borrow_mut().iter_mut().find(|(t, _)| *t == id) {
-            Some((_, shown)) if *shown != host && host.is_some() => {
-                *shown = host;
-                true
-            }
-            _ => false,
-        },
-    );
-    if changed && initiators() != before {
+    let before = shown();
+    let changed = COVERED.with(|c| match c.borrow_mut().iter_mut().find(|t| t.tab == id) {
+        Some(t) if t.host != host && host.is_some() => {
+            t.host = host;
+            true
+        }
+        _ => false,
+    });
+    if changed && shown() != before {
         apply_later();
     }
 }

@@ -288,6 +288,7 @@ pub async fn remove(conn: u32) -> bool {
             "Not configured: enter the server URL and token, then Save & connect.",
         )
         .await;
+        crate::policy::connection_removed(0).await;
         return true;
     }
     let lock = LIST_LOCK.with(Rc::clone);
@@ -305,6 +306,7 @@ pub async fn remove(conn: u32) -> bool {
     SESSIONS.with(|s| s.borrow_mut().remove(&conn));
     delivery::removed(conn);
     crate::agent::forget(conn);
+    crate::policy::connection_removed(conn).await;
     connections::register_looks(&list);
     let _ = storage::remove_session(&[status::key(conn)]).await;
     if !any_running() {

@@ -29,8 +29,8 @@ struct State<'a> {
     tabs: Vec<Entry<'a>>,
     changes: Vec<changes::Change>,
     dropped: usize,
-    /// The backend policy's marker (`policy::marker`): `null` when none is in force, as after
-    /// the browser restarted.
+    /// The marker of the calling agent's policy (`policy::marker`): `null` when it set none, as
+    /// after the browser restarted.
     policy: Option<String>,
 }
 
@@ -60,7 +60,7 @@ pub async fn run() -> Result<ToolResult, String> {
         tabs: tabs.iter().filter_map(|t| entry(t, active)).collect(),
         changes,
         dropped,
-        policy: crate::policy::marker(),
+        policy: crate::policy::marker(&crate::agent::current()),
     };
     let text = serde_json::to_string(&state).map_err(|e| format!("browser_state: {e}"))?;
     Ok(ToolResult::text(text))

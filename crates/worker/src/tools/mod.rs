@@ -201,7 +201,7 @@ async fn run_checked(tool: &'static Tool, args: Map<String, Value>) -> Outcome {
     // The person sees the agent acting on this tab (set beside the command, not awaited).
     let _sign = crate::activity::acting(tab_id, tab.group_id);
     // The URL policy's request rules name the tab before anything can send it anywhere.
-    crate::policy::rules::cover(tab_id).await?;
+    crate::policy::rules::cover(tab_id, &crate::agent::current()).await?;
     if access == Access::Selects {
         return with_dialog_note(tab_id, (tool.run)(args).await);
     }
@@ -255,7 +255,7 @@ async fn approve(
     // A navigation the URL policy refuses is refused by the tool: nothing to ask about.
     if goes
         .as_deref()
-        .is_some_and(|u| crate::policy::check_page(u).is_err())
+        .is_some_and(|u| crate::policy::check_page(tab_id, u).is_err())
     {
         return Ok(());
     }

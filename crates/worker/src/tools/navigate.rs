@@ -192,7 +192,7 @@ async fn refused_on_the_way(tab: i32, url: &str, sent: f64) -> String {
         }
         sleep_ms(25).await;
     }
-    match landed.as_deref().map(|u| (u, crate::policy::check_page(u))) {
+    match landed.as_deref().map(|u| (u, crate::policy::check_page(tab, u))) {
         Some((at, Err(rule))) if at != url => format!(
             "Navigation to {url} was refused before its request left: it was redirected to {at}. Refused: {}.",
             rule.rule()

@@ -1,14 +1,15 @@
-//! set_policy: the backend's policy for the group's tabs (hosts, dialogs, download paths); the
-//! policy itself is `crate::policy`'s. Only a backend sets it: the catalog marks it
+//! set_policy: the calling agent's policy for its own group's tabs (hosts, dialogs, download
+//! paths); the policy itself is `crate::policy`'s. Another agent's tabs keep their own. Only a backend sets it: the catalog marks it
 //! `backendOnly`, so the MCP server does not offer it and code mode's `browser.*` lacks it.
 //!
 //! A policy that answers dialogs ("dismiss", "accept") needs the debugger on every group tab:
 //! Chrome reports a dialog only to a debugger attached when it opened. So setting one attaches
-//! the group's tabs now, and idle detach (`cdp::idle`) leaves them attached while it holds.
+//! the agent's group's tabs now, and idle detach (`cdp::idle`) leaves them attached while it
+//! holds.
 
 use crate::cdp::{idle, record};
 use crate::tools::{typed, Tool};
-use crate::{group, js, policy};
+use crate::{agent, group, js, policy};
 use protocol::ToolResult;
 
 pub const TOOL: Tool = Tool {
@@ -19,8 +20,9 @@ pub const TOOL: Tool = Tool {
 };
 
 async fn set(args: policy::Args) -> Result<ToolResult, String> {
-    let answer = policy::set(args).await?;
-    if policy::dialog_answer().is_some() {
+    let agent = agent::current();
+    let answer = policy::set(&agent, args).await?;
+    if policy::answers_dialogs(&agent) {
         attach_group_tabs().await;
     }
     // Idle detach follows the policy now (it holds off while dialogs are answered).
@@ -28,10 +30,12 @@ async fn set(args: policy::Args) -> Result<ToolResult, String> {
     Ok(answer)
 }
 
-/// Every group tab recorded (attached), so its dialogs are seen and answered: every agent's,
-/// as the policy holds for all of them.
+/// The agent's group's tabs recorded (attached), so their dialogs are seen and answered.
 async fn attach_group_tabs() {
-    let tabs = group::all_tabs().await.unwrap_or_default();
+    let tabs = match group::find().await {
+        Ok(Some(g)) => group::tabs_of(g).await.unwrap_or_default(),
+        _ => Vec::new(),
+    };
     for tab in tabs.iter().filter_map(|t| t.id) {
         if let Err(e) = record::observe(tab).await {
             js::log(&format!("attaching tab {tab} to answer its dialogs: {e}"));

@@ -59,7 +59,7 @@ thread_local! {
 /// How the policy answers a dialog that opens on the tab now, if it does: not when it asks,
 /// nor past the loop bound.
 pub fn policy_answer(tab: i32, now: f64) -> Option<bool> {
-    let accept = crate::policy::dialog_answer()?;
+    let accept = crate::policy::dialog_answer(tab)?;
     ANSWERED.with(|a| {
         let mut a = a.borrow_mut();
         let times = a.entry(tab).or_default();

@@ -28,7 +28,11 @@ pub struct Downloads(pub HashMap<String, Active>);
 /// What a download event means for the state report: a change now, or one to complete first
 /// (asking chrome.downloads).
 pub enum Report {
-    Now(Change),
+    Started {
+        id: String,
+        url: String,
+        file_name: Option<String>,
+    },
     Completed {
         id: String,
         url: String,
@@ -61,11 +65,11 @@ impl Downloads {
                         file_name: file_name.clone(),
                     },
                 );
-                Some(Report::Now(Change::DownloadStarted {
-                    download_id: guid.clone(),
+                Some(Report::Started {
+                    id: guid.clone(),
                     url: url.clone(),
                     file_name: named(file_name),
-                }))
+                })
             }
             Event::DownloadProgress {
                 guid,
@@ -104,17 +108,22 @@ impl Downloads {
 }
 
 impl Report {
-    /// The change, completed from chrome.downloads where needed.
-    pub async fn change(self) -> Change {
+    /// The change of a download of `tab`, completed from chrome.downloads where needed.
+    pub async fn change(self, tab: i32) -> Change {
         match self {
-            Report::Now(c) => c,
+            Report::Started { id, url, file_name } => Change::DownloadStarted {
+                tab_id: tab,
+                download_id: id,
+                url,
+                file_name,
+            },
             Report::Completed {
                 id,
                 url,
                 file_name,
                 size,
             } => {
-                let path = if crate::policy::download_paths() {
+                let path = if crate::policy::download_paths(tab) {
                     downloads::of(&url, "complete")
                         .await
                         .ok()
@@ -127,6 +136,7 @@ impl Report {
                     None
                 };
                 Change::DownloadCompleted {
+                    tab_id: tab,
                     download_id: id,
                     url,
                     file_name,
@@ -142,6 +152,7 @@ impl Report {
                     .map(|i| i.error)
                     .filter(|e| !e.is_empty());
                 Change::DownloadFailed {
+                    tab_id: tab,
                     download_id: id,
                     url,
                     error: Some(match why {
@@ -173,8 +184,8 @@ mod tests {
         );
         assert!(matches!(
             started,
-            Some(Report::Now(Change::DownloadStarted { ref download_id, ref file_name, .. }))
-                if download_id == "g1" && file_name.as_deref() == Some("f.zip")
+            Some(Report::Started { ref id, ref file_name, .. })
+                if id == "g1" && file_name.as_deref() == Some("f.zip")
         ));
         assert!(r
             .on(

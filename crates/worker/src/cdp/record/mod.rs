@@ -265,23 +265,23 @@ pub fn on_event(tab: i32, session: Option<&str>, method: &str, p: &Value) {
         crate::debugging_bar::navigated(tab);
     }
     match session {
-        None => with(tab, |r| handle(r, &event, now)),
+        None => with(tab, |r| handle(tab, r, &event, now)),
         Some(s) if event.of_child_domain() => {
             let event = event.in_session(s);
-            with(tab, |r| handle(r, &event, now));
+            with(tab, |r| handle(tab, r, &event, now));
         }
         Some(_) => {}
     }
 }
 
 /// Each recorder takes what is its own. `now`: the worker's clock, ms since the epoch.
-fn handle(r: &mut Recording, event: &Event, now: f64) {
+fn handle(tab: i32, r: &mut Recording, event: &Event, now: f64) {
     r.console.on(event);
     r.network.on(event, now);
     dialogs::on(&mut r.dialog, event);
     r.opened.on(event, now);
     if let Some(report) = r.downloads.on(event, now) {
-        spawn_local(async move { crate::changes::push(report.change().await) });
+        spawn_local(async move { crate::changes::push(report.change(tab).await) });
     }
 }
 
