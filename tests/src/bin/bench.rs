@@ -308,6 +308,26 @@ impl Bench {
                 cdp,
             ));
         }
+        let floor = self.send_command_floor(warm, rounds).await?;
+        let ws_ours = self
+            .rows
+            .iter()
+            .find(|r| r.measure == "javascript_tool \"1+1\", WebSocket")
+            .map(|r| r.ours.median);
+        let mut row = Row::new(
+            1,
+            "chrome.debugger.sendCommand from the extension (the API's floor)",
+            Unit::Ms,
+            floor,
+        );
+        if let Some(ours) = ws_ours {
+            row = row.note(format!(
+                "Runtime.evaluate \"1+1\" timed in the extension's own Options page, on a tab of its own: every javascript_tool command makes this call once, so over WebSocket ({}) the rest of the path (server, wire, worker) takes {}.",
+                report::value(Unit::Ms, ours),
+                report::value(Unit::Ms, (ours - floor.median).max(0.0))
+            ));
+        }
+        self.push(row);
         self.method.push(format!(
             "**1. Command latency.** On `{url}`, for each transport in turn (the extension \
              configured through its Options page, as a user does): {warm} warm-up rounds, then \
@@ -317,9 +337,54 @@ impl Bench {
              CDP `Runtime.evaluate` `1+1` sent by the bench over the tab's own DevTools WebSocket \
              (`/devtools/page/<id>`); and a tool that does not exist (`{UNKNOWN_TOOL}`), whose \
              error is the transport and the dispatch alone. One kept-alive HTTP/1.1 connection \
-             (TCP_NODELAY) carries every request, as a backend would keep one."
+             (TCP_NODELAY) carries every request, as a backend would keep one. The floor of the \
+             API every tool's CDP call goes through: the extension's Options page, opened in a \
+             tab, attaches `chrome.debugger` to a tab of its own (`{url}` in a window of its own, \
+             outside the group) and times {warm} + {rounds} `chrome.debugger.sendCommand` \
+             `Runtime.evaluate` `1+1` calls one after another with `performance.now()` (the \
+             {warm} first untimed)."
         ));
         self.direct_websocket().await
+    }
+
+    /// `chrome.debugger.sendCommand(Runtime.evaluate "1+1")` timed from inside the extension
+    /// (its Options page), on a tab of its own: the floor of every CDP call the worker makes.
+    async fn send_command_floor(&self, warm: usize, rounds: usize) -> Result<Stat> {
+        let marker = "bench-send-command-floor";
+        let url = format!("{}?{marker}", self.fixtures.url("bench/form.html"));
+        let tab = self.browser.open_window(&url).await?;
+        let options = self
+            .browser
+            .open_page(&self.browser.options_url().await?)
+            .await?;
+        let expr = format!(
+            r#"(async () => {{
+              const tabs = await chrome.tabs.query({{}});
+              const tab = tabs.find((t) => (t.url || "").includes({marker}));
+              if (!tab) throw new Error("no tab for the sendCommand floor");
+              const target = {{tabId: tab.id}};
+              await chrome.debugger.attach(target, "1.3");
+              try {{
+                const out = [];
+                for (let i = 0; i < {total}; i++) {{
+                  const t = performance.now();
+                  const r = await chrome.debugger.sendCommand(target, "Runtime.evaluate", {{expression: "1+1", returnByValue: true}});
+                  if (i >= {warm}) out.push(performance.now() - t);
+                  if (r.result.value !== 2) throw new Error("1+1 gave " + JSON.stringify(r));
+                }}
+                return out;
+              }} finally {{
+                await chrome.debugger.detach(target);
+              }}
+            }})()"#,
+            marker = Value::from(marker),
+            total = warm + rounds,
+        );
+        let out = options.eval(&expr).await;
+        let _ = options.call("Page.close", json!({})).await;
+        let _ = tab.call("Page.close", json!({})).await;
+        let samples: Vec<f64> = serde_json::from_value(out?)?;
+        stat(&samples)
     }
 
     // 2. Screenshot vs one raw CDP capture of the same size and quality.

@@ -33,6 +33,8 @@ pub enum Error {
     Exception(Exception),
     /// The page is outside the boundary: the rule's own message.
     Refused(String),
+    /// The execution context a call named is gone (its document went away).
+    NoContext { method: String, chrome: String },
     /// Chrome's own error for the call.
     Chrome { method: String, chrome: String },
     /// An answer the worker can't use (a result without the field it must have, a page-side
@@ -51,6 +53,9 @@ impl Error {
         }
         if not_attached || chrome.contains("Detached") {
             return Error::Detached { method, chrome };
+        }
+        if chrome.contains("Cannot find context") {
+            return Error::NoContext { method, chrome };
         }
         if chrome.contains("No node") || chrome.contains("not found") {
             return Error::NoNode { method, chrome };
@@ -91,6 +96,7 @@ impl fmt::Display for Error {
             }
             Error::Detached { method, chrome }
             | Error::NoNode { method, chrome }
+            | Error::NoContext { method, chrome }
             | Error::Chrome { method, chrome } => write!(f, "{method}: {chrome}"),
             Error::FrameGone { method } => {
                 write!(f, "{method}: the frame's debugger session is gone")

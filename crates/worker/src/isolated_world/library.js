@@ -214,7 +214,7 @@ function make() {
     return { vis: [], form: [], hosts: [], slots: [] };
   };
   // Whether a kept answer is still what a walk would give.
-  const unchanged = (d) => {
+  const unchanged = (d, skip) => {
     const recs = S.observer.takeRecords();
     if (recs.length) {
       noted(recs);
@@ -227,7 +227,10 @@ function make() {
       const now = d.slots[i].assignedNodes();
       if (now.length !== was.length || now.some((n, k) => n !== was[k])) return false;
     }
-    for (let i = 0; i < d.vis.length; i += 2) if (hiddenNow(d.vis[i]) !== d.vis[i + 1]) return false;
+    for (let i = 0; i < d.vis.length; i += 2) {
+      if (skip !== undefined && skip[i >> 1] === 1) continue;
+      if (hiddenNow(d.vis[i]) !== d.vis[i + 1]) return false;
+    }
     return true;
   };
 
@@ -656,7 +659,14 @@ function make() {
   let inDeep = false;
   let nonlocal = 0;
   const walk = (el, level, parentName, inSel, owner) => {
-    if (!memoOn) return walkEl(el, level, parentName, inSel, owner);
+    if (!memoOn) {
+      if (!finding) return walkEl(el, level, parentName, inSel, owner);
+      // find: the candidates the element's walk made end here (its own is the first).
+      const f0 = found.length;
+      walkEl(el, level, parentName, inSel, owner);
+      if (found.length > f0 && found[f0].el === el) found[f0].end = found.length;
+      return;
+    }
     const was = inDeep;
     if (deep !== null && deep.has(el)) inDeep = true;
     if (prev !== null && !inDeep && !path.has(el)) {
@@ -776,6 +786,8 @@ function make() {
     let nm = '';
     let editable = false;
     let focusable = false;
+    // The visibility entry that let the element in (find: see `relevant`).
+    let gate = -1;
     if (NOISE.has(r)) {
       let labelled = false;
       if (attrs) {
@@ -786,6 +798,7 @@ function make() {
         }
       }
       if (labelled || editable) {
+        gate = deps !== null && !inSel ? deps.vis.length : -1;
         if (!inSel && hidden(el)) return;
         nm = name(el, tag, r, attrs);
         if (nm && r !== 'generic') r = 'generic';
@@ -795,6 +808,7 @@ function make() {
         return;
       }
     } else {
+      gate = deps !== null && !inSel ? deps.vis.length : -1;
       if (!inSel && hidden(el)) return;
       nm = name(el, tag, r, attrs);
     }
@@ -845,6 +859,7 @@ function make() {
     let mine = owner;
     if (finding) {
       mine = candidate(el, r, nm, shown, tag, attrs);
+      if (gate >= 0 && deps.vis[gate] === el) mine.gate = gate;
       if (rest) mine.text += ' ' + rest;
     } else {
       line(el, r, nm, level, shown, tag, attrs);
@@ -1054,6 +1069,26 @@ function make() {
     return s;
   };
 
+  // The visibility entries of the kept candidates that this query's answer does not depend
+  // on (1: not checked). A candidate's own entry is the one that let it in: were it hidden now,
+  // a new walk would leave out the candidate and what its walk made (the candidates after it up
+  // to its `end`, and the text below it, which went to them), and nothing else. So while none
+  // of those is a match, its entry can be left unchecked: the matches, their order and their
+  // count come out the same. Every other entry is checked: those recorded hidden (what they
+  // hold may show now), those a name or a text was read through, and the matches' own and
+  // their ancestors'.
+  const relevant = (list, hits, d) => {
+    const n = list.length;
+    const before = new Int32Array(n + 1);
+    for (const h of hits) before[h[1].order + 1] = 1;
+    for (let i = 0; i < n; i++) before[i + 1] += before[i];
+    const skip = new Uint8Array(d.vis.length >> 1);
+    for (const c of list) {
+      if (c.gate !== undefined && c.end !== undefined && before[c.end] === before[c.order]) skip[c.gate >> 1] = 1;
+    }
+    return skip;
+  };
+
   return function run(op, arg, state) {
     S = state;
     if (op === 'id') return Number(idOf(this));
@@ -1118,22 +1153,34 @@ function make() {
     interactive = !finding && !!arg.interactive;
     depth = finding ? Infinity : arg.depth;
     if (finding) {
-      // The candidates of the last find are kept like the tree, and matched again.
+      const query = String(arg.query).toLowerCase().trim();
+      const words = query.split(/[^\p{L}\p{N}]+/u).filter((w) => w && !STOP.has(w));
+      const match = (list) => {
+        const out = [];
+        for (const c of list) {
+          const s = score(c, query, words);
+          if (s) out.push([s, c]);
+        }
+        return out;
+      };
+      // The candidates of the last find are kept like the tree, and matched again; what they
+      // were made from is checked as far as this query's answer depends on it.
       const kept = S.found;
-      if (kept && kept.prefix === prefix && unchanged(kept.deps)) found = kept.list;
-      else {
+      let hits = null;
+      if (kept && kept.prefix === prefix) {
+        const h = match(kept.list);
+        if (unchanged(kept.deps, relevant(kept.list, h, kept.deps))) {
+          found = kept.list;
+          hits = h;
+        }
+      }
+      if (hits === null) {
         S.found = null;
         deps = record();
         if (document.body) walk(document.body, 0, '', false, null);
         S.found = { prefix, deps, list: found };
         deps = null;
-      }
-      const query = String(arg.query).toLowerCase().trim();
-      const words = query.split(/[^\p{L}\p{N}]+/u).filter((w) => w && !STOP.has(w));
-      const hits = [];
-      for (const c of found) {
-        const s = score(c, query, words);
-        if (s) hits.push([s, c]);
+        hits = match(found);
       }
       hits.sort((a, b) => b[0] - a[0] || a[1].order - b[1].order);
       const out = [];

@@ -8,11 +8,13 @@
 mod documents;
 mod refs;
 
-pub use documents::{begin, commit, forget, frames, holds, naming, noted, Doc};
+pub use documents::{begin, commit, frames, naming, noted, Doc};
 pub use refs::{resolve, stale};
 
 use crate::cdp::{self, Error, Target};
 use serde_json::{json, Value};
+use std::cell::RefCell;
+use std::collections::HashMap;
 
 /// The isolated world's name: the same name finds the same world again.
 const WORLD: &str = "browser-operator";
@@ -33,18 +35,77 @@ const fn fnv1a(bytes: &[u8]) -> u32 {
     hash
 }
 
-/// The execution context of the worker's isolated world in a frame (created on first use), in
+/// The world's execution context of each document (its session, frame and loader), as
+/// `Page.createIsolatedWorld` gave it: the world lives as long as its document, and a new
+/// document (a navigation, a reload, a move to another process) has a new loader, so the same
+/// key names the same live context. Asked once per document instead of once per call.
+#[derive(PartialEq)]
+struct Known {
+    session: Option<String>,
+    frame: String,
+    loader: String,
+    context: i64,
+}
+
+thread_local! {
+    static CONTEXTS: RefCell<HashMap<i32, Vec<Known>>> = RefCell::new(HashMap::new());
+}
+
+/// At most this many documents' contexts are kept per tab (frames come and go).
+const KEPT_CONTEXTS: usize = 32;
+
+/// The execution context of the worker's isolated world in `doc` (created on first use), in
 /// the session of `target` (a tab id for the tab's own session).
-pub async fn world(target: impl Into<Target>, frame: &str) -> Result<i64, Error> {
+pub async fn world(target: impl Into<Target>, doc: &Doc) -> Result<i64, Error> {
+    let target = target.into();
+    let known = CONTEXTS.with(|c| {
+        c.borrow().get(&target.tab).and_then(|list| {
+            list.iter()
+                .find(|k| {
+                    k.session == target.session && k.frame == doc.frame && k.loader == doc.loader
+                })
+                .map(|k| k.context)
+        })
+    });
+    if let Some(context) = known {
+        return Ok(context);
+    }
     let out = cdp::send_to(
-        &target.into(),
+        &target,
         "Page.createIsolatedWorld",
-        json!({"frameId": frame, "worldName": WORLD}),
+        json!({"frameId": doc.frame, "worldName": WORLD}),
     )
     .await?;
-    out.get("executionContextId")
+    let context = out
+        .get("executionContextId")
         .and_then(Value::as_i64)
-        .ok_or_else(|| cdp::Error::Other("Page.createIsolatedWorld returned no context".into()))
+        .ok_or_else(|| cdp::Error::Other("Page.createIsolatedWorld returned no context".into()))?;
+    CONTEXTS.with(|c| {
+        let mut c = c.borrow_mut();
+        let list = c.entry(target.tab).or_default();
+        list.retain(|k| !(k.session == target.session && k.frame == doc.frame));
+        if list.len() >= KEPT_CONTEXTS {
+            list.remove(0);
+        }
+        list.push(Known {
+            session: target.session.clone(),
+            frame: doc.frame.clone(),
+            loader: doc.loader.clone(),
+            context,
+        });
+    });
+    Ok(context)
+}
+
+/// Forgets a tab's refs and its worlds' contexts (it closed or left the group).
+pub fn forget(tab: i32) {
+    CONTEXTS.with(|c| c.borrow_mut().remove(&tab));
+    documents::forget(tab);
+}
+
+/// Whether the tab's documents are numbered, or their worlds' contexts kept (in memory).
+pub fn holds(tab: i32) -> bool {
+    documents::holds(tab) || CONTEXTS.with(|c| c.borrow().contains_key(&tab))
 }
 
 /// Calls the library in a world: `op` with `arg`, on `this` = `object` if given.
@@ -88,8 +149,15 @@ pub async fn call_world_with(
             Some(o) => params["objectId"] = json!(o),
             None => params["executionContextId"] = json!(context),
         }
-        let out = cdp::send_to_with_timeout(target, "Runtime.callFunctionOn", params, 20_000);
-        let mut out = cdp::thrown(out.await?).map_err(|e| match e {
+        let out = cdp::send_to_with_timeout(target, "Runtime.callFunctionOn", params, 20_000)
+            .await
+            .inspect_err(|e| {
+                if matches!(e, cdp::Error::NoContext { .. }) {
+                    // A context kept for a document that is gone after all: asked again next time.
+                    CONTEXTS.with(|c| c.borrow_mut().remove(&target.tab));
+                }
+            })?;
+        let mut out = cdp::thrown(out).map_err(|e| match e {
             cdp::Error::Exception(x) => cdp::Error::Other(format!(
                 "the page-side walk failed: {}",
                 x.summary().unwrap_or("an exception")

@@ -78,7 +78,7 @@ pub async fn resolve(tab: i32, r: &str) -> Result<Element, String> {
         cdp::Error::FrameGone { .. } => stale(r, "its frame was navigated or removed"),
         e => e.to_string(),
     };
-    let context = world(&target, &doc.frame).await.map_err(gone)?;
+    let context = world(&target, &doc).await.map_err(gone)?;
     let out = call_world(&target, context, None, "get", json!(id), false)
         .await
         .map_err(gone)?;

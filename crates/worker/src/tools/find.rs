@@ -143,7 +143,7 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
 /// One frame's best matches, closed shadow roots included.
 async fn search(tab: i32, doc: &Doc, top: bool, query: &str) -> Result<Found, String> {
     let target = doc.target(tab);
-    let context = world::world(&target, &doc.frame).await?;
+    let context = world::world(&target, doc).await?;
     let naming = world::naming(tab, doc, top);
     let arg = json!({
         "query": query,

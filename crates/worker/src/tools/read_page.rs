@@ -100,7 +100,7 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
                 .await?
         }
         None => {
-            let context = world::world(tab, &frames[0].frame).await?;
+            let context = world::world(tab, &frames[0]).await?;
             walk.frame(&frames[0], context, None, 0, 0).await?
         }
     };
@@ -345,7 +345,7 @@ impl Walk<'_> {
         if doc.frame == parent.frame {
             return Ok(None);
         }
-        let context = world::world(doc.target(self.tab), &doc.frame)
+        let context = world::world(doc.target(self.tab), &doc)
             .await
             .map_err(|e| format!("frame {frame_id}: {e}"))?;
         self.frame(&doc, context, None, level, shift)
