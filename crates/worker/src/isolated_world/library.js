@@ -608,7 +608,8 @@ function make() {
     return b.width > 0 && b.height > 0 && (b.bottom < -margin || b.top > vh + margin);
   };
   // filter "visible": an element whose box lies wholly outside the viewport (above, below, left
-  // or right of it; widened by `margin` above and below) is left out with what is in it.
+  // or right of it; widened by `margin` above and below) is left out with what is in it (the
+  // body never: what is positioned in it may lie outside its box).
   const outside = (el) => {
     const b = el.getBoundingClientRect();
     return b.width > 0 && b.height > 0 &&
@@ -783,7 +784,7 @@ function make() {
     }
     // Checked from the top down, so a long page costs one box per section out of view; what in
     // such a section is fixed to the viewport is walked in its place.
-    if (visible && outside(el)) {
+    if (visible && el !== document.body && outside(el)) {
       if (el.firstElementChild) escaped(el, kids(el, tag), level, inSel);
       return;
     }
