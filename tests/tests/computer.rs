@@ -1551,7 +1551,10 @@ async fn middle_click_held_mouse_hold_key_reload_and_zoom_at_dpr_2() -> Result<(
     // A reload is a load of its own: its status is reported.
     assert_eq!(
         out.lines().take(2).collect::<Vec<_>>(),
-        [format!("Navigated to {page}"), "HTTP status: 200".to_string()],
+        [
+            format!("Navigated to {page}"),
+            "HTTP status: 200".to_string()
+        ],
         "{out}"
     );
     assert_eq!(

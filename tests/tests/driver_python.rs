@@ -110,6 +110,10 @@ async fn the_python_driver_serves_every_member_in_the_browser() -> Result<()> {
             "chrome.tabs.get({outside}).then((t) => [t.groupId, t.url])"
         ))
         .await?;
-    assert_eq!(tab, serde_json::json!([-1, persons]), "the tab outside the group");
+    assert_eq!(
+        tab,
+        serde_json::json!([-1, persons]),
+        "the tab outside the group"
+    );
     Ok(())
 }

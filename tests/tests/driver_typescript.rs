@@ -84,6 +84,10 @@ async fn the_typescript_driver_serves_every_member() -> Result<()> {
             "chrome.tabs.get({outside}).then((t) => [t.groupId, t.url])"
         ))
         .await?;
-    assert_eq!(tab, serde_json::json!([-1, persons]), "the tab outside the group");
+    assert_eq!(
+        tab,
+        serde_json::json!([-1, persons]),
+        "the tab outside the group"
+    );
     Ok(())
 }

@@ -13,7 +13,10 @@ use browser_operator_e2e::{connected, repo_root, Error, Result};
 async fn main() -> Result<()> {
     let rounds = browser_operator_e2e::count_arg(50);
     let dir = repo_root().join("clients/typescript");
-    if !dir.join("node_modules/@anthropic-ai/sdk/package.json").is_file() {
+    if !dir
+        .join("node_modules/@anthropic-ai/sdk/package.json")
+        .is_file()
+    {
         return Err(Error::new(
             "clients/typescript/node_modules is missing: run ./build.sh setup",
         ));

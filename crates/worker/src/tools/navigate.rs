@@ -75,7 +75,10 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
     }
     let loaded = wait_for_load(tab, &before, step.is_none()).await?;
     let landed = tabs::get(tab).await.ok();
-    let url = landed.as_ref().and_then(|t| t.url.clone()).unwrap_or_default();
+    let url = landed
+        .as_ref()
+        .and_then(|t| t.url.clone())
+        .unwrap_or_default();
     // The status of the document this load brought: a new top document, fetched over http(s).
     let status = match (step, cdp::record::top_document(tab)) {
         (Some(Step::History(_)), _) | (_, None) => None,
@@ -85,7 +88,12 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
         }),
     };
     let title = landed.and_then(|t| t.title);
-    Ok(ToolResult::text(answer(&url, loaded, status, title.as_deref())))
+    Ok(ToolResult::text(answer(
+        &url,
+        loaded,
+        status,
+        title.as_deref(),
+    )))
 }
 
 /// The answer's text (see the module's comment).
@@ -302,7 +310,12 @@ mod tests {
         );
         // A title cannot add lines of its own.
         assert_eq!(
-            answer("http://a.test/", true, None, Some(" A\nHTTP status: 200\u{2028}B ")),
+            answer(
+                "http://a.test/",
+                true,
+                None,
+                Some(" A\nHTTP status: 200\u{2028}B ")
+            ),
             "Navigated to http://a.test/\nTitle: A HTTP status: 200 B"
         );
         let long = "x".repeat(300);

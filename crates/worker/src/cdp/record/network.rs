@@ -272,12 +272,20 @@ mod tests {
     fn the_top_documents_status_is_kept_apart_from_the_list() {
         let mut r = Network::default();
         assert_eq!(r.top_document(), (String::new(), None));
-        let document = |id: &str, url: &str| {
-            json!({"requestId": id, "type": "Document", "request": {"method": "GET", "url": url}})
-        };
-        feed(&mut r, "Network.requestWillBeSent", document("L1", "http://a.test/"), 0.0);
+        let document = |id: &str, url: &str| json!({"requestId": id, "type": "Document", "request": {"method": "GET", "url": url}});
+        feed(
+            &mut r,
+            "Network.requestWillBeSent",
+            document("L1", "http://a.test/"),
+            0.0,
+        );
         // A redirect: the same request, then the final response.
-        feed(&mut r, "Network.requestWillBeSent", document("L1", "http://a.test/moved"), 0.0);
+        feed(
+            &mut r,
+            "Network.requestWillBeSent",
+            document("L1", "http://a.test/moved"),
+            0.0,
+        );
         feed(
             &mut r,
             "Network.responseReceived",
@@ -294,7 +302,12 @@ mod tests {
         );
         assert_eq!(r.top_document(), ("L1".to_string(), Some(404)));
         // An iframe's document is not the top frame's.
-        feed(&mut r, "Network.requestWillBeSent", document("L2", "http://b.test/"), 0.0);
+        feed(
+            &mut r,
+            "Network.requestWillBeSent",
+            document("L2", "http://b.test/"),
+            0.0,
+        );
         feed(
             &mut r,
             "Network.responseReceived",
