@@ -187,9 +187,10 @@ async fn no_group_tab_outside_the_web_is_attached_read_or_acted_on() -> Result<(
     let listed = tabs_context(&backend.text("tabs_context_mcp", json!({})).await?);
     assert_eq!(listed["availableTabs"][0]["url"], options.as_str());
     let second = fixtures.url("hello.html?second");
+    // Sent away without the debugger: no status is known.
     assert_eq!(
         backend.navigate(tab, &second).await?,
-        format!("Navigated to {second}")
+        format!("Navigated to {second}\nTitle: Fixture: hello")
     );
     assert_eq!(backend.js(tab, "location.search").await?, "?second");
 
@@ -209,11 +210,11 @@ async fn no_group_tab_outside_the_web_is_attached_read_or_acted_on() -> Result<(
     backend.navigate(tab, &third).await?;
     assert_eq!(
         backend.navigate(tab, "back").await?,
-        format!("Navigated to {second}")
+        format!("Navigated to {second}\nTitle: Fixture: hello")
     );
     assert_eq!(
         backend.navigate(tab, "forward").await?,
-        format!("Navigated to {third}")
+        format!("Navigated to {third}\nTitle: Fixture: hello")
     );
     let e = backend
         .error("navigate", json!({"tabId": tab, "url": "forward"}))
@@ -1173,9 +1174,14 @@ async fn hostile_pages_get_errors_not_hangs_and_the_group_holds() -> Result<()> 
 
     // A load that never finishes: navigate answers at its bound with (still loading).
     let never = fixtures.url("__never-ends");
+    let nav = backend.navigate(tab, &never).await?;
     assert_eq!(
-        backend.navigate(tab, &never).await?,
-        format!("Navigated to {never} (still loading)")
+        nav.lines().take(2).collect::<Vec<_>>(),
+        [
+            format!("Navigated to {never} (still loading)"),
+            "HTTP status: 200".to_string()
+        ],
+        "{nav}"
     );
     backend.navigate(tab, &hello).await?;
 

@@ -12,6 +12,9 @@ use std::time::Duration;
 /// The whole Python run's bound (it takes about a minute; a hang must not hold the suite).
 const PYTHON_BOUND: Duration = Duration::from_secs(420);
 
+/// The extension's idle period for the run (seconds).
+const IDLE_SECONDS: u32 = 2;
+
 /// The venv `./build.sh setup` makes, with the pinned SDK.
 fn python() -> Result<PathBuf> {
     let python = repo_root().join(".tools/py/bin/python");
@@ -33,6 +36,17 @@ async fn the_python_driver_serves_every_member_in_the_browser() -> Result<()> {
         ..BrowserOptions::default()
     })
     .await?;
+    let worker = browser.worker().await?;
+    // A short idle period, so the Idle test can leave a tab unused past it (the extension
+    // detaches such a tab, but not while the policy answers dialogs).
+    worker.set_idle_seconds(IDLE_SECONDS).await?;
+    // A person's own tab, outside the automation group: every member naming it is refused.
+    let persons = fixtures.url("hello.html");
+    let outside = worker
+        .eval(&format!(
+            "chrome.tabs.create({{url: {persons:?}, active: false}}).then((t) => t.id)"
+        ))
+        .await?;
     let client = repo_root().join("clients/python");
     let mut command = tokio::process::Command::new(&python);
     command
@@ -50,6 +64,8 @@ async fn the_python_driver_serves_every_member_in_the_browser() -> Result<()> {
         .env("BROWSER_OPERATOR_URL", backend.http_url())
         .env("BROWSER_OPERATOR_TOKEN", backend.token())
         .env("BROWSER_OPERATOR_FIXTURES", fixtures.url(""))
+        .env("BROWSER_OPERATOR_IDLE_SECONDS", IDLE_SECONDS.to_string())
+        .env("BROWSER_OPERATOR_OUTSIDE_TAB", outside.to_string())
         .env_remove("BROWSER_OPERATOR_CONFIG_DIR")
         .kill_on_drop(true);
     tie_to_parent(command.as_std_mut(), Group::Own);
@@ -88,5 +104,16 @@ async fn the_python_driver_serves_every_member_in_the_browser() -> Result<()> {
         )));
     }
     eprintln!("{report}");
+    // The person's tab was never acted on: still outside the group, on its page.
+    let tab = worker
+        .eval(&format!(
+            "chrome.tabs.get({outside}).then((t) => [t.groupId, t.url])"
+        ))
+        .await?;
+    assert_eq!(
+        tab,
+        serde_json::json!([-1, persons]),
+        "the tab outside the group"
+    );
     Ok(())
 }

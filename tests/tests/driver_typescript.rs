@@ -35,6 +35,14 @@ async fn the_typescript_driver_serves_every_member() -> Result<()> {
     );
 
     let (fixtures, backend, browser) = browser_operator_e2e::connected().await?;
+    // A person's own tab, outside the automation group: every member naming it is refused.
+    let worker = browser.worker().await?;
+    let persons = fixtures.url("hello.html");
+    let outside = worker
+        .eval(&format!(
+            "chrome.tabs.create({{url: {persons:?}, active: false}}).then((t) => t.id)"
+        ))
+        .await?;
     let mut node = tokio::process::Command::new("node");
     node.args([
         "--test",
@@ -46,6 +54,7 @@ async fn the_typescript_driver_serves_every_member() -> Result<()> {
     .env("BO_URL", backend.http_url())
     .env("BO_TOKEN", backend.token())
     .env("BO_FIXTURES", fixtures.url("toolset-ts/"))
+    .env("BO_OUTSIDE_TAB", outside.to_string())
     .env_remove("BROWSER_OPERATOR_TOKEN")
     .stdin(Stdio::null())
     .kill_on_drop(true);
@@ -69,5 +78,16 @@ async fn the_typescript_driver_serves_every_member() -> Result<()> {
         );
     }
     println!("{report}");
+    // The person's tab was never acted on: still outside the group, on its page.
+    let tab = worker
+        .eval(&format!(
+            "chrome.tabs.get({outside}).then((t) => [t.groupId, t.url])"
+        ))
+        .await?;
+    assert_eq!(
+        tab,
+        serde_json::json!([-1, persons]),
+        "the tab outside the group"
+    );
     Ok(())
 }

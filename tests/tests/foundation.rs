@@ -46,7 +46,10 @@ async fn a_backend_drives_a_tab_in_the_automation_group() -> Result<()> {
 
     let url = fixtures.url("hello.html");
     let nav = backend.navigate(tab, &url).await?;
-    assert_eq!(nav, format!("Navigated to {url}"));
+    assert_eq!(
+        nav,
+        format!("Navigated to {url}\nHTTP status: 200\nTitle: Fixture: hello")
+    );
     let title = backend.js(tab, "document.title").await?;
     assert_eq!(title, "Fixture: hello");
 
@@ -176,7 +179,8 @@ async fn a_backend_drives_a_tab_in_the_automation_group() -> Result<()> {
     // History.
     backend.navigate(tab, &fixtures.url("index.html")).await?;
     let back = backend.navigate(tab, "back").await?;
-    assert_eq!(back, format!("Navigated to {url}"));
+    // A history step: no status of its own.
+    assert_eq!(back, format!("Navigated to {url}\nTitle: Fixture: hello"));
     Ok(())
 }
 

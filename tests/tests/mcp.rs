@@ -59,7 +59,10 @@ where
         .ok_or_else(|| Error::new(format!("no tab in {ctx}")))?;
     let url = fixtures.url("hello.html");
     let nav = text_of(&call("navigate", json!({"tabId": tab, "url": url})).await?)?;
-    assert_eq!(nav, format!("Navigated to {url}"));
+    assert_eq!(
+        nav,
+        format!("Navigated to {url}\nHTTP status: 200\nTitle: Fixture: hello")
+    );
 
     let shot = call("computer", json!({"action": "screenshot", "tabId": tab})).await?;
     assert_eq!(shot["isError"], json!(false), "{shot}");

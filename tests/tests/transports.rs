@@ -28,7 +28,10 @@ async fn runs_commands(transport: &str) -> Result<()> {
     let (tab, _) = backend.first_tab().await?;
     let url = fixtures.url("hello.html");
     let nav = backend.navigate(tab, &url).await?;
-    assert_eq!(nav, format!("Navigated to {url}"));
+    assert_eq!(
+        nav,
+        format!("Navigated to {url}\nHTTP status: 200\nTitle: Fixture: hello")
+    );
     let title = backend.js(tab, "document.title").await?;
     assert_eq!(title, "Fixture: hello");
     // Non-ASCII text survives every transport both ways.

@@ -198,10 +198,21 @@ class Driven(unittest.TestCase):
 class Members(Driven):
     def test_01_navigate_opens_the_group_and_reports_the_page(self) -> None:
         result = self.call("navigate", url=PAGE)
-        self.assertEqual(texts(result).splitlines()[0], f"Navigated to {PAGE}")
+        # Where it landed, the page's title and the main document's HTTP status, as the SDK renders them.
+        self.assertEqual(texts(result).splitlines()[0], f"Navigated to {PAGE} — Toolset fixture (HTTP 200)")
         tab = self.active_tab()
         self.assertEqual((tab["url"], tab["title"]), (PAGE, "Toolset fixture"))
         self.assertEqual(self.page.js(self.active, "location.href"), PAGE)
+        # A page that is not there loads (the server's 404 page) and says so; a redirect reports where it ended.
+        missing = FIXTURES + "toolset/missing.html"
+        line = texts(self.call("navigate", url=missing)).splitlines()[0]
+        self.assertTrue(line.startswith(f"Navigated to {missing}") and line.endswith("(HTTP 404)"), line)
+        redirect = FIXTURES + "__redirect?to=" + quote(PAGE2, safe="")
+        line = texts(self.call("navigate", url=redirect)).splitlines()[0]
+        self.assertTrue(line.startswith(f"Navigated to {PAGE2} — ") and line.endswith("(HTTP 200)"), line)
+        # A history step has no status of its own to report.
+        line = texts(self.call("navigate", url="back")).splitlines()[0]
+        self.assertTrue(line.startswith(f"Navigated to {missing}") and "(HTTP" not in line, line)
 
     def test_02_screenshot_in_viewport_pixels_and_zoom_scaled_up(self) -> None:
         self.open_fixture()
@@ -309,9 +320,19 @@ class Members(Driven):
         self.call("form_input", target={"type": "ref", "ref": agree}, value=True)
         self.assertIs(self.page.js(self.active, "document.querySelector('#agree').checked"), True)
 
+        # Omitted filter: every element in the viewport, not what lies below it.
         tree = texts(self.call("read_page"))
         self.assertIn('"Target button"', tree)
-        self.assertIn("The far button", tree, "omitted filter: the whole page, off-viewport included")
+        self.assertIn("records what happens", tree)
+        self.assertNotIn("The far button", tree, "the far button is off the viewport")
+        self.assertIn("The far button", texts(self.call("read_page", filter="all")), '"all" adds off-viewport elements')
+        # Scrolled to the end: the far button is in view, the text at the top is not; what is fixed stays.
+        self.page.js(self.active, "document.querySelector('#far').scrollIntoView({block: 'end'})")
+        shown = texts(self.call("read_page"))
+        self.assertIn("The far button", shown)
+        self.assertNotIn("records what happens", shown)
+        self.assertIn('"Target button"', shown)
+        self.page.js(self.active, "scrollTo(0, 0)")
         interactive = texts(self.call("read_page", filter="interactive"))
         self.assertIn('"Target button"', interactive)
         self.assertNotIn("records what happens", interactive)
@@ -365,7 +386,7 @@ class Members(Driven):
         self.assertEqual(self.page.js(first, "location.href"), PAGE2)
         self.call("navigate", url="back")
         loads = self.page.js(first, "sessionStorage.loads")
-        self.call("navigate", url="Reload")
+        self.assertTrue(texts(self.call("navigate", url="Reload")).splitlines()[0].endswith("(HTTP 200)"))
         self.assertEqual(self.page.js(first, "location.href"), PAGE)
         self.assertEqual(int(self.page.js(first, "sessionStorage.loads")), int(loads) + 1)
 
@@ -439,6 +460,14 @@ class Members(Driven):
             "The tab this call was addressed to is not open; nothing was returned. Use list_tabs to see what is open.",
         )
         self.assertEqual(self.fail_call("screenshot", tab_id="seven"), phrases.TAB_ID_FORM)
+        # A real tab outside the group (a person's own, which driver_python.rs opened): refused like a closed one,
+        # by every kind of member; driver_python.rs checks afterwards that it still shows its page.
+        outside = os.environ["BROWSER_OPERATOR_OUTSIDE_TAB"]
+        missing = "The tab this call was addressed to is not open; nothing was returned. Use list_tabs to see what is open."
+        for name, extra in (("navigate", {"url": PAGE2}), ("get_page_text", {}), ("left_click", {"target": {"type": "coordinate", "x": 5, "y": 5}}),
+                            ("switch_tab", {}), ("close_tab", {})):
+            self.assertEqual(self.fail_call(name, tab_id=outside, **extra), missing, name)
+        self.assertNotIn(outside, [t["tab_id"] for t in self.state["tabs"]])
         refused = self.fail_call("navigate", url="file:///etc/passwd")
         self.assertTrue(refused.startswith("This address cannot be opened: file: URLs"), refused)
         self.assertEqual(self.fail_call("navigate", url="http://127.0.0.1:9/"), "The page could not be loaded (net::ERR_UNSAFE_PORT).")
@@ -447,6 +476,25 @@ class Members(Driven):
         self.assertIn("at most 30", self.fail_call("wait", duration=31))
         # The browser is still serving.
         self.call("get_page_text")
+
+
+class Idle(Driven):
+    """A dialog that opens long after the last command. driver_python.rs sets the extension's idle period to
+    IDLE_SECONDS: a tab that long unused is detached (and would not see a dialog), except while the policy answers
+    dialogs, as the driver's does."""
+
+    def test_a_dialog_on_an_idle_tab_is_answered_by_the_policy(self) -> None:
+        idle = float(os.environ.get("BROWSER_OPERATOR_IDLE_SECONDS", "0"))
+        self.assertGreater(idle, 0, "driver_python.rs sets a short idle period")
+        # The page's timer opens an alert twice the idle period after the load; nothing is sent meanwhile.
+        self.call("navigate", url=PAGE + f"?alert-after={int(idle * 2000)}")
+        time.sleep(idle * 2 + 1)
+        result = self.call("wait", duration=0.1)
+        lines = texts(result)
+        # Had the tab been detached, the alert would have blocked the page unseen: the call would find it only
+        # by a timeout, without its kind or text.
+        self.assertIn('An alert dialog "Idle alert" was dismissed.', lines, lines)
+        self.assertEqual(self.page.js(self.active, "document.body.dataset.alerted"), "answered")
 
 
 class Uploads(Driven):

@@ -228,10 +228,22 @@ class Members(unittest.TestCase):
         self.assertEqual(server.calls[3]["args"], {"tabId": 7, "accept": False})
         self.assertIn('A confirm dialog "Sure?" was dismissed.', text(result))
 
+    def test_navigate_reads_the_status_and_the_title(self) -> None:
+        answers = {
+            "https://seven.test/gone": "Navigated to https://seven.test/gone\nHTTP status: 404\nTitle: Not here",
+            "back": "Navigated to https://seven.test/",
+        }
+        server = FakeServer(lambda tool, args: state([TAB7]) if tool != "navigate" else answers[args["url"]])
+        t = toolset(server)
+        self.assertEqual(text(t.tool_result(use("navigate", url="https://seven.test/gone"))).splitlines()[0],
+                         "Navigated to https://seven.test/gone — Not here (HTTP 404)")
+        # A history step: no status, no title line.
+        self.assertEqual(text(t.tool_result(use("navigate", url="back"))).splitlines()[0], "Navigated to https://seven.test/")
+
     def test_read_page_filters(self) -> None:
         server = FakeServer(lambda tool, args: state([TAB7]) if tool == "browser_state" else "tree")
         t = toolset(server)
-        for given, sent in ((None, "all"), ("interactive", "interactive"), ("all", "all")):
+        for given, sent in ((None, "visible"), ("interactive", "interactive"), ("all", "all")):
             server.calls.clear()
             extra = {} if given is None else {"filter": given}
             t.tool_result(use("read_page", depth=3, ref="ref_2", **extra))

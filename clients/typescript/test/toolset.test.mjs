@@ -21,6 +21,7 @@ if (!SERVER || !TOKEN || !FIX) {
 }
 const PAGE = `${FIX}page.html`;
 const PAGE2 = `${FIX}page2.html`;
+const OUTSIDE = process.env.BO_OUTSIDE_TAB; // a tab outside the automation group
 // The same fixture server under another host name, which the browser-side policy blocks.
 const BLOCKED = PAGE2.replace('127.0.0.1', 'localhost');
 
@@ -144,10 +145,16 @@ test('the toolset serves every member', async (t) => {
 test('members against the browser', async (t) => {
   await t.test('navigate', async () => {
     const r = ok(await call('navigate', { url: PAGE }), 'navigate');
-    assert.equal(texts(r)[0], `Navigated to ${PAGE} — Toolset fixture`);
+    // Where it landed, the title and the main document's HTTP status, as the SDK renders them.
+    assert.equal(texts(r)[0], `Navigated to ${PAGE} — Toolset fixture (HTTP 200)`);
     tab = activeTab(r).tab_id;
     assert.equal(activeTab(r).url, PAGE);
     assert.equal(await onPage(tab, 'location.href'), PAGE);
+    // A page that is not there loads (the server's 404 page) and says so.
+    const missing = `${FIX}missing.html`;
+    const gone = texts(ok(await call('navigate', { url: missing }), 'navigate to a missing page'))[0];
+    assert.ok(gone.startsWith(`Navigated to ${missing}`) && gone.endsWith('(HTTP 404)'), gone);
+    ok(await call('navigate', { url: PAGE }), 'navigate back to the fixture');
   });
 
   await t.test('screenshot: the viewport at DPR 1', async () => {
@@ -214,7 +221,14 @@ test('members against the browser', async (t) => {
     const ref = await refOf('Name field');
     const tree = ok(await call('read_page', {}), 'read_page');
     assert.match(texts(tree)[0], /Name field/);
-    assert.match(texts(tree)[0], /The far paragraph/, 'the default reads the whole page');
+    assert.doesNotMatch(texts(tree)[0], /The far paragraph/, 'the default reads what is in the viewport');
+    assert.match(texts(ok(await call('read_page', { filter: 'all' }), 'read_page all'))[0], /The far paragraph/);
+    // Scrolled to the end: the far paragraph is in view, the button at the top is not.
+    await onPage(tab, "(document.querySelector('#far').scrollIntoView({ block: 'end' }), 1)");
+    const end = texts(ok(await call('read_page', {}), 'read_page scrolled'))[0];
+    assert.match(end, /The far paragraph/);
+    assert.doesNotMatch(end, /Press me/);
+    await onPage(tab, '(scrollTo(0, 0), 1)');
     const inter = ok(await call('read_page', { filter: 'interactive' }), 'read_page interactive');
     assert.match(texts(inter)[0], /Press me/);
     assert.doesNotMatch(texts(inter)[0], /The far paragraph/);
@@ -383,6 +397,19 @@ test('members against the browser', async (t) => {
     assert.match(done.url, /\/toolset-ts\/data\.txt$/);
     assert.equal(done.size_bytes, 30);
     assert.equal(done.path, undefined, 'the path stays hidden: the file policy does not expose it');
+
+    // A download that never finishes: reported as started, never as finished, and the browser keeps serving.
+    changes = [];
+    const e = ok(await call('left_click', { target: at(await center(tab, '#endless')) }), 'left_click endless');
+    changes.push(...(stateOf(e).state_changes ?? []));
+    const endless = (c) => c.url.endsWith('/__never-ends');
+    await until('the endless download reported as started', async () => {
+      if (changes.some((c) => c.type === 'download_started' && endless(c))) return true;
+      changes.push(...(stateOf(ok(await call('wait', { duration: 0.2 }), 'wait')).state_changes ?? []));
+      return false;
+    });
+    assert.ok(!changes.some((c) => c.type !== 'download_started' && c.url && endless(c)), JSON.stringify(changes));
+    assert.match(texts(ok(await call('get_page_text'), 'get_page_text'))[0], /Toolset fixture heading/);
   });
 
   let second;
@@ -431,11 +458,13 @@ test('members against the browser', async (t) => {
     ok(await call('navigate', { url: PAGE2, tab_id: tab }), 'navigate page two');
     const back = ok(await call('navigate', { url: 'back' }), 'back');
     assert.equal(activeTab(back).url, PAGE);
+    assert.doesNotMatch(texts(back)[0], /\(HTTP/, 'a history step has no status of its own');
     assert.equal(await onPage(tab, 'location.href'), PAGE);
     const fwd = ok(await call('navigate', { url: 'forward' }), 'forward');
     assert.equal(activeTab(fwd).url, PAGE2);
     await onPage(tab, '(window.marker = 1)');
     const reload = ok(await call('navigate', { url: 'Reload' }), 'reload');
+    assert.match(texts(reload)[0], /\(HTTP 200\)$/);
     assert.equal(activeTab(reload).url, PAGE2, 'reload stays on the page (not https://reload/)');
     assert.equal(await onPage(tab, 'typeof window.marker'), 'undefined', 'the page was loaded again');
     ok(await call('navigate', { url: PAGE }), 'navigate back to the fixture');
@@ -477,6 +506,10 @@ test('members against the browser', async (t) => {
     ok(await call('navigate', { url: PAGE, tab_id: tab }), 'navigate to the fixture');
     fails(await call('get_page_text', { tab_id: '987654' }), PHRASES.tabMissing, 'a tab id outside the group');
     fails(await call('switch_tab', { tab_id: '987654' }), PHRASES.tabMissing, 'switch to a tab outside the group');
+    // A real tab outside the group (a person's own, which driver_typescript.rs opened and checks afterwards).
+    for (const [name, input] of [['navigate', { url: PAGE2 }], ['get_page_text', {}], ['left_click', { target: at({ x: 5, y: 5 }) }], ['switch_tab', {}], ['close_tab', {}]]) {
+      fails(await call(name, { ...input, tab_id: OUTSIDE }), PHRASES.tabMissing, `${name} on the person's tab`);
+    }
     fails(await call('get_page_text', { tab_id: 'seven' }), PHRASES.tabIdForm, 'a tab id that is no number');
     fails(await call('left_click', { target: { type: 'ref', ref: 'ref_98765' } }), /^(Unknown|Stale) ref ref_98765: .*Call read_page or find/, 'an unknown ref');
     fails(await call('hold_key', { text: 'a', duration: 31 }), 'hold_key needs duration as a number of seconds from 0 to 30.', 'hold_key over 30 s');

@@ -137,6 +137,29 @@ test('a policy the browser lost (its report says policy: null) is sent again bef
   assert.deepEqual(sent.map((s) => s.tool), ['computer', 'browser_state']);
 });
 
+test('navigate reads the status and the title; read_page maps the filters', async () => {
+  const answers = {
+    'https://a.test/gone': 'Navigated to https://a.test/gone\nHTTP status: 404\nTitle: Not here',
+    back: 'Navigated to https://a.test/',
+  };
+  const { sent, toolset } = scripted((tool, args) => {
+    if (tool === 'set_policy') return '{}';
+    // The tab's entry has no title yet: the answer's is used.
+    if (tool === 'browser_state') return state([{ tabId: 7, title: '', url: 'https://a.test/gone', active: true }]);
+    if (tool === 'navigate') return answers[args.url];
+    return 'tree';
+  });
+  const gone = await toolset.toolResult(use('navigate', { url: 'https://a.test/gone' }));
+  assert.equal(gone.content[0].text, 'Navigated to https://a.test/gone — Not here (HTTP 404)');
+  const back = await toolset.toolResult(use('navigate', { url: 'back' }));
+  assert.equal(back.content[0].text, 'Navigated to https://a.test/gone', 'no status for a history step');
+  for (const [given, wire] of [[undefined, 'visible'], ['interactive', 'interactive'], ['all', 'all']]) {
+    sent.length = 0;
+    await toolset.toolResult(use('read_page', given === undefined ? {} : { filter: given }));
+    assert.equal(sent.find((s) => s.tool === 'read_page').args.filter, wire, `filter ${given}`);
+  }
+});
+
 test('without the browser-side policy nothing acts on the browser', async () => {
   const { sent, toolset } = scripted((tool) =>
     tool === 'set_policy' ? { commandId: 'c', error: 'Unknown tool: set_policy' } : state([{ tabId: 7, title: '', url: '', active: true }]),

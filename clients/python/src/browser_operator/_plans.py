@@ -204,9 +204,22 @@ def coordinate(target: Any) -> List[int]:
     return [target.x, target.y]
 
 
-READ_PAGE_FILTER = {None: "all", "all": "all", "interactive": "interactive"}
-"""The SDK's `filter` on our read_page: omitted (every visible element) is ours "all", which also lists what is off
-the viewport, as we have no visible-only filter; "interactive" and "all" are ours."""
+READ_PAGE_FILTER = {None: "visible", "all": "all", "interactive": "interactive"}
+"""The SDK's `filter` on our read_page: omitted (every visible element) is ours "visible" (what lies in the viewport);
+"interactive" and "all" (off-viewport elements too) are ours."""
+
+
+def navigation_of(text: str) -> BetaBrowserNavigateResult:
+    """Our navigate's answer: `Navigated to <url>` (the tab's URL after redirects), then `HTTP status: <n>` for a
+    load of an http(s) document and `Title: <title>` when the page has one, each on its own line."""
+    landed = re.search(r"^Navigated to (\S*)", text, re.M)
+    status = re.search(r"^HTTP status: ([0-9]{3})$", text, re.M)
+    title = re.search(r"^Title: (.+)$", text, re.M)
+    return BetaBrowserNavigateResult(
+        url=landed.group(1) if landed else "",
+        status=int(status.group(1)) if status else None,
+        title=title.group(1) if title else None,
+    )
 
 
 # --- the plans --------------------------------------------------------------------------------------------------
@@ -346,9 +359,7 @@ class Core:
 
     def navigate(self, input: BetaBrowserNavigateInput) -> Plan:
         content = yield from self.on_tab(input.tab_id, "navigate", {"url": input.url})
-        text = text_of(content)
-        match = re.search(r"Navigated to (\S*)", text)
-        return BetaBrowserNavigateResult(url=match.group(1) if match else "")
+        return navigation_of(text_of(content))
 
     def screenshot(self, input: BetaBrowserScreenshotInput) -> Plan:
         content = yield from self.computer(input.tab_id, "screenshot")
@@ -407,7 +418,7 @@ class Core:
         yield from self.on_tab(input.tab_id, "form_input", {"ref": input.target.ref, "value": input.value})
 
     def read_page(self, input: BetaBrowserReadPageInput) -> Plan:
-        args: Dict[str, Any] = {"filter": READ_PAGE_FILTER.get(input.filter, "all")}
+        args: Dict[str, Any] = {"filter": READ_PAGE_FILTER.get(input.filter, "visible")}
         if input.depth is not None:
             args["depth"] = input.depth
         if input.ref:

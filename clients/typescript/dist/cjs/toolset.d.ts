@@ -88,9 +88,8 @@ export declare class BrowserOperatorToolset extends BetaAbstractBrowserToolset20
     protected wait(ctx: Ctx, input: Beta.BetaBrowserWaitInput): Promise<void>;
     protected form_input(ctx: Ctx, input: Beta.BetaBrowserFormInputInput): Promise<void>;
     /**
-     * The extension's tree has two filters: "all" (the whole page, off-viewport parts included) and
-     * "interactive" (what can be acted on, in or near the viewport). The SDK's default (every visible
-     * element) has no exact counterpart, so it reads "all": a superset, nothing hidden from the model.
+     * The SDK's filters are the extension's: omitted is "visible" (every element in the viewport),
+     * "all" adds what is off the viewport, "interactive" lists what can be acted on, in or near it.
      */
     protected read_page(ctx: Ctx, input: Beta.BetaBrowserReadPageInput): Promise<string>;
     protected find(ctx: Ctx, input: Beta.BetaBrowserFindInput): Promise<string>;

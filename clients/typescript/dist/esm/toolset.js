@@ -66,6 +66,22 @@ function seconds(member, value) {
     }
     return value;
 }
+/**
+ * The extension's navigate answer: `Navigated to <url>` (the tab's URL after redirects), then
+ * `HTTP status: <n>` for a load of an http(s) document and `Title: <title>` when the page has one,
+ * each on its own line.
+ */
+function navigation(text) {
+    const url = /^Navigated to (\S*)/m.exec(text)?.[1] ?? '';
+    const status = /^HTTP status: ([0-9]{3})$/m.exec(text)?.[1];
+    const title = /^Title: (.+)$/m.exec(text)?.[1];
+    const out = { url };
+    if (status !== undefined)
+        out.status = Number(status);
+    if (title !== undefined)
+        out.title = title;
+    return out;
+}
 /** The driver's state and its wire, apart from the SDK's class so the `browserState` hook can reach it. */
 class Driver {
     client;
@@ -243,8 +259,11 @@ export class BrowserOperatorToolset extends BetaAbstractBrowserToolset20260801 {
         const text = joinedText(await this.#d.run('navigate', 'navigate', { tabId: tab, url: input.url }, ctx.signal));
         const snap = await this.#d.freshState(ctx.signal);
         const entry = snap.tabs.find((t) => t.tab_id === String(tab));
-        const landed = /^Navigated to (\S*)/.exec(text)?.[1] ?? '';
-        return entry ? { url: entry.url, title: entry.title } : { url: landed };
+        const { url, status, title } = navigation(text);
+        const landed = entry ? { url: entry.url, title: entry.title || title } : { url, title };
+        if (status !== undefined)
+            landed.status = status;
+        return landed;
     }
     async screenshot(ctx, input) {
         return image('screenshot', await this.#computer('screenshot', ctx, input.tab_id, { action: 'screenshot' }));
@@ -338,12 +357,12 @@ export class BrowserOperatorToolset extends BetaAbstractBrowserToolset20260801 {
         await this.#d.run('form_input', 'form_input', { tabId: tab, ref: ref('form_input', input.target), value }, ctx.signal);
     }
     /**
-     * The extension's tree has two filters: "all" (the whole page, off-viewport parts included) and
-     * "interactive" (what can be acted on, in or near the viewport). The SDK's default (every visible
-     * element) has no exact counterpart, so it reads "all": a superset, nothing hidden from the model.
+     * The SDK's filters are the extension's: omitted is "visible" (every element in the viewport),
+     * "all" adds what is off the viewport, "interactive" lists what can be acted on, in or near it.
      */
     async read_page(ctx, input) {
-        const args = { filter: input.filter === 'interactive' ? 'interactive' : 'all' };
+        const filter = input.filter === 'interactive' || input.filter === 'all' ? input.filter : 'visible';
+        const args = { filter };
         if (input.depth != null)
             args['depth'] = input.depth;
         if (input.ref != null && input.ref !== '')

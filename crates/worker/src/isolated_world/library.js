@@ -1,9 +1,10 @@
 // The page-side walk shared by read_page and find. Runs only in the worker's isolated world
 // (Page.createIsolatedWorld), which the page cannot see: the element → id table (the ref table)
 // lives here, with the document. Called through Runtime.callFunctionOn as `fn(op, arg, version)`:
-//   "tree"    arg {depth, level, shift, interactive, root, prefix, base, near, have}: this frame's
+//   "tree"    arg {depth, level, shift, interactive, visible, root, prefix, base, near, have}: this frame's
 //             lines (indented by level less shift), its iframes (marker lines \u0001<id>, and
 //             [id, level, shift] for their documents), landmark regions, and how many hosts to check.
+//             `visible`: only what lies in the viewport (widened by `near` viewport heights).
 //             The whole document with every element (no root, not interactive) is kept with what
 //             it was made from; while none of that changed, the kept answer is given again (or
 //             only `same: true` when the caller holds it: `have` is its token). A new walk whose
@@ -112,7 +113,7 @@ function make() {
 
   // Per-call state, set by `run`.
   let labelled = new Map();
-  let S, interactive, depth, prefix, lines, frames, regions, vh, margin, finding, found, allRefs;
+  let S, interactive, visible, depth, prefix, lines, frames, regions, vh, vw, margin, finding, found, allRefs;
   // Levels count toward `depth`; a line is indented by its level less `shift`, the number of
   // document lines above it (a document's content is not indented under its own line).
   let shift = 0;
@@ -609,6 +610,14 @@ function make() {
     const b = el.getBoundingClientRect();
     return b.width > 0 && b.height > 0 && (b.bottom < -margin || b.top > vh + margin);
   };
+  // filter "visible": an element whose box lies wholly outside the viewport (above, below, left
+  // or right of it; widened by `margin` above and below) is left out with what is in it (the
+  // body never: what is positioned in it may lie outside its box).
+  const outside = (el) => {
+    const b = el.getBoundingClientRect();
+    return b.width > 0 && b.height > 0 &&
+      (b.bottom < -margin || b.top > vh + margin || b.right < 0 || b.left > vw);
+  };
   const near = (el) => {
     const b = el.getBoundingClientRect();
     return b.width > 0 && b.height > 0 && b.bottom >= -margin && b.top <= vh + margin;
@@ -781,6 +790,12 @@ function make() {
     const inSel = inSelect || tag === 'select';
     if (interactive) {
       active(el, tag, attrs, r, level, inSel);
+      return;
+    }
+    // Checked from the top down, so a long page costs one box per section out of view; what in
+    // such a section is fixed to the viewport is walked in its place.
+    if (visible && el !== document.body && outside(el)) {
+      if (el.firstElementChild) escaped(el, kids(el, tag), level, inSel);
       return;
     }
     let nm = '';
@@ -1110,7 +1125,7 @@ function make() {
     // it had before): a ref from an earlier page is never another element of this one.
     if (arg.base && S.next < arg.base - 1) S.next = arg.base - 1;
     const viewport = [Math.round(innerWidth), Math.round(innerHeight)];
-    const key = op === 'tree' && !arg.interactive && !arg.root ? arg.depth + ' ' + (arg.level || 0) + ' ' + (arg.shift || 0) + ' ' + arg.prefix : null;
+    const key = op === 'tree' && !arg.interactive && !arg.visible && !arg.root ? arg.depth + ' ' + (arg.level || 0) + ' ' + (arg.shift || 0) + ' ' + arg.prefix : null;
     const kept = S.cache;
     if (key !== null && kept && kept.key === key && unchanged(kept.deps)) {
       if (arg.have === kept.token) return { same: true, token: kept.token, viewport, next: S.next };
@@ -1145,12 +1160,14 @@ function make() {
     frames = [];
     regions = [];
     vh = innerHeight;
-    margin = vh * (arg.near || 1);
+    vw = innerWidth;
+    margin = vh * (typeof arg.near === 'number' ? arg.near : 1);
     finding = op === 'find';
     const base = document.baseURI;
     origin = base.startsWith('http') && new URL(base).origin === location.origin ? location.origin : null;
     found = [];
     interactive = !finding && !!arg.interactive;
+    visible = !finding && !interactive && !!arg.visible;
     depth = finding ? Infinity : arg.depth;
     if (finding) {
       const query = String(arg.query).toLowerCase().trim();

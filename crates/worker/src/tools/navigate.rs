@@ -2,6 +2,11 @@
 //! the load. Every address, a history step's and a reload's included, is held to the URL policy
 //! first (the scheme boundary and the backend's hosts, `policy::check_navigation`); a redirect
 //! the policy's request rules refuse fails naming the policy.
+//!
+//! The answer's first line is where the tab landed (`Navigated to <url>`, `(still loading)` at
+//! the bound); then, for a load of an http(s) document (a URL or a reload, not a history step),
+//! `HTTP status: <n>`, the main document's response as the network recorder saw it; then
+//! `Title: <title>` when the page has one.
 
 use crate::chrome::tabs;
 use crate::js::{now_ms, sleep_ms};
@@ -50,6 +55,7 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
         return leave_refused_page(tab, url).await;
     }
     let before = page_href(tab).await.unwrap_or_default();
+    let document_before = cdp::record::top_document(tab).map(|(loader, _)| loader);
     match (step, url.as_deref()) {
         (Some(Step::History(delta)), _) => history_step(tab, delta, here.as_deref()).await?,
         (Some(Step::Reload), _) => reload(tab, here.as_deref()).await?,
@@ -68,17 +74,66 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
         (None, None) => {}
     }
     let loaded = wait_for_load(tab, &before, step.is_none()).await?;
-    let url = tabs::get(tab)
-        .await
-        .ok()
-        .and_then(|t| t.url)
+    let landed = tabs::get(tab).await.ok();
+    let url = landed
+        .as_ref()
+        .and_then(|t| t.url.clone())
         .unwrap_or_default();
-    Ok(ToolResult::text(if loaded {
-        format!("Navigated to {url}")
-    } else {
-        format!("Navigated to {url} (still loading)")
-    }))
+    // The status of the document this load brought: a new top document, fetched over http(s).
+    let status = match (step, cdp::record::top_document(tab)) {
+        (Some(Step::History(_)), _) | (_, None) => None,
+        (_, Some((loader, status))) => status.filter(|_| {
+            Some(&loader) != document_before.as_ref()
+                && (url.starts_with("http://") || url.starts_with("https://"))
+        }),
+    };
+    let title = landed.and_then(|t| t.title);
+    Ok(ToolResult::text(answer(
+        &url,
+        loaded,
+        status,
+        title.as_deref(),
+    )))
 }
+
+/// The answer's text (see the module's comment).
+fn answer(url: &str, loaded: bool, status: Option<i64>, title: Option<&str>) -> String {
+    let mut text = format!("Navigated to {url}");
+    if !loaded {
+        text.push_str(" (still loading)");
+    }
+    if let Some(status) = status {
+        text.push_str(&format!("\nHTTP status: {status}"));
+    }
+    let title = one_line(title.unwrap_or(""));
+    if !title.is_empty() {
+        text.push_str(&format!("\nTitle: {title}"));
+    }
+    text
+}
+
+/// Page-supplied text made one line: control and line-separator characters become spaces, the
+/// whole is trimmed and cut at `TITLE_CHARS` characters.
+fn one_line(text: &str) -> String {
+    let flat: String = text
+        .chars()
+        .map(|c| {
+            if c.is_control() || matches!(c, '\u{2028}' | '\u{2029}' | '\u{85}') {
+                ' '
+            } else {
+                c
+            }
+        })
+        .collect();
+    let flat = flat.trim();
+    match flat.char_indices().nth(TITLE_CHARS) {
+        Some((at, _)) => format!("{}…", &flat[..at]),
+        None => flat.to_string(),
+    }
+}
+
+/// The most of a page's title the answer shows.
+const TITLE_CHARS: usize = 200;
 
 /// What a navigate that names no URL does.
 #[derive(Clone, Copy)]
@@ -122,12 +177,14 @@ async fn leave_refused_page(tab: i32, url: &str) -> Result<ToolResult, String> {
         let complete = t.status.as_deref() == Some("complete");
         if (left && complete) || now_ms() - start >= LOAD_BOUND_MS {
             boundary::check(&t)?;
+            // No status: the debugger was not attached to see the response.
             let url = t.url.unwrap_or_default();
-            return Ok(ToolResult::text(if complete {
-                format!("Navigated to {url}")
-            } else {
-                format!("Navigated to {url} (still loading)")
-            }));
+            return Ok(ToolResult::text(answer(
+                &url,
+                complete,
+                None,
+                t.title.as_deref(),
+            )));
         }
         sleep_ms(50).await;
     }
@@ -235,4 +292,34 @@ async fn wait_for_load(tab: i32, before: &str, committed: bool) -> Result<bool, 
         sleep_ms(50).await;
     }
     Ok(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::answer;
+
+    #[test]
+    fn the_answer_adds_status_and_title_after_the_first_line() {
+        assert_eq!(
+            answer("http://a.test/", true, Some(404), Some("Not found")),
+            "Navigated to http://a.test/\nHTTP status: 404\nTitle: Not found"
+        );
+        assert_eq!(
+            answer("about:blank", false, None, Some("")),
+            "Navigated to about:blank (still loading)"
+        );
+        // A title cannot add lines of its own.
+        assert_eq!(
+            answer(
+                "http://a.test/",
+                true,
+                None,
+                Some(" A\nHTTP status: 200\u{2028}B ")
+            ),
+            "Navigated to http://a.test/\nTitle: A HTTP status: 200 B"
+        );
+        let long = "x".repeat(300);
+        let cut = answer("http://a.test/", true, None, Some(&long));
+        assert!(cut.ends_with(&format!("{}…", "x".repeat(200))), "{cut}");
+    }
 }

@@ -60,21 +60,34 @@ const DEFAULT_MAX_CHARS: usize = 50_000;
 /// "Near" the viewport: this many viewport heights above and below it.
 const NEAR_VIEWPORTS: f64 = 1.0;
 
+/// Which elements a read lists.
+#[derive(Clone, Copy, PartialEq)]
+enum Filter {
+    /// Every element, off-viewport ones included.
+    All,
+    /// Every element in the viewport (the rest of the page is left out).
+    Visible,
+    /// Only what can be acted on, in or near the viewport.
+    Interactive,
+}
+
 pub async fn run(args: Args) -> Result<ToolResult, String> {
     // Not a layout that Chrome's debugging bar is about to move.
     crate::debugging_bar::steady(args.tab_id).await;
     let tab = args.tab_id;
     let depth = args.depth.unwrap_or(DEFAULT_DEPTH);
     let max_chars = args.max_chars.unwrap_or(DEFAULT_MAX_CHARS);
-    let interactive = match args.filter.as_deref() {
-        None | Some("all") => false,
-        Some("interactive") => true,
+    let filter = match args.filter.as_deref() {
+        None | Some("all") => Filter::All,
+        Some("visible") => Filter::Visible,
+        Some("interactive") => Filter::Interactive,
         Some(other) => {
             return Err(format!(
-                "Invalid argument `filter`: expected \"all\" or \"interactive\", got \"{other}\"."
+                "Invalid argument `filter`: expected \"all\", \"visible\" or \"interactive\", got \"{other}\"."
             ))
         }
     };
+    let interactive = filter == Filter::Interactive;
     let frames = world::frames(tab).await?;
     let live = frames
         .iter()
@@ -88,7 +101,7 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
     let walk = Walk {
         tab,
         depth,
-        interactive,
+        filter,
         frames: &frames,
         waited: std::cell::Cell::new(false),
     };
@@ -124,6 +137,9 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
         Err(too_big(&regions, size, max_chars, depth))
     } else {
         out.push_str(&format!("Viewport: {vw}x{vh}"));
+        if filter == Filter::Visible {
+            out.push_str(" (only what is in it is listed)");
+        }
         Ok(ToolResult::text(out))
     };
     world::commit(tab).await;
@@ -178,7 +194,7 @@ struct Rendered {
 struct Walk<'a> {
     tab: i32,
     depth: u32,
-    interactive: bool,
+    filter: Filter,
     frames: &'a [Doc],
     /// Whether this snapshot already waited for an out-of-process iframe's session.
     waited: std::cell::Cell<bool>,
@@ -196,7 +212,8 @@ impl Walk<'_> {
         shift: u32,
     ) -> Result<Rendered, String> {
         let naming = world::naming(self.tab, doc, *doc == self.frames[0]);
-        let key = (root.is_none() && !self.interactive).then(|| kept_key(self.tab, doc));
+        // What depends on the scroll position is walked each time.
+        let key = (root.is_none() && self.filter == Filter::All).then(|| kept_key(self.tab, doc));
         let have = key
             .as_ref()
             .and_then(|k| KEPT.with(|kept| kept.borrow().get(k).and_then(|r| r.token.clone())));
@@ -204,11 +221,12 @@ impl Walk<'_> {
             "depth": self.depth,
             "level": level,
             "shift": shift,
-            "interactive": self.interactive,
+            "interactive": self.filter == Filter::Interactive,
+            "visible": self.filter == Filter::Visible,
             "root": root,
             "prefix": naming.prefix,
             "base": naming.base,
-            "near": NEAR_VIEWPORTS,
+            "near": if self.filter == Filter::Visible { 0.0 } else { NEAR_VIEWPORTS },
             "have": have,
         });
         let target = doc.target(self.tab);

@@ -220,6 +220,11 @@ pub fn console(tab: i32, clear: bool) -> Vec<ConsoleEntry> {
     })
 }
 
+/// The tab's top document: its loader id and the HTTP status of its response, as recorded.
+pub fn top_document(tab: i32) -> Option<(String, Option<i64>)> {
+    read(tab, |r| r.network.top_document())
+}
+
 /// The recorded requests and the idle gaps in the recording.
 pub fn requests(tab: i32, clear: bool) -> (Vec<Request>, Vec<Gap>) {
     with(tab, |r| {

@@ -7,6 +7,8 @@ use std::collections::VecDeque;
 
 const MAX_REQUESTS: usize = 1_000;
 const MAX_GAPS: usize = 50;
+/// Documents whose response status is kept (a page with many iframes pushes the oldest out).
+const MAX_DOCUMENTS: usize = 32;
 
 #[derive(Clone)]
 pub struct Request {
@@ -46,6 +48,10 @@ pub struct Network {
     pub requests: VecDeque<Request>,
     site: String,
     pub gaps: VecDeque<Gap>,
+    /// The last documents' requests: (request id, response status once it came).
+    documents: VecDeque<(String, Option<i64>)>,
+    /// The loader of the top frame's document, from its last `Page.frameNavigated`.
+    top_loader: String,
 }
 
 /// The scheme and host of a URL: what "another site" means for clearing the network list.
@@ -72,6 +78,15 @@ impl Network {
                 kind,
                 wall_time,
             } => {
+                if kind == "Document"
+                    && url.starts_with("http")
+                    && !self.documents.iter().any(|(d, _)| d == id)
+                {
+                    self.documents.push_back((id.clone(), None));
+                    while self.documents.len() > MAX_DOCUMENTS {
+                        self.documents.pop_front();
+                    }
+                }
                 if url.starts_with("data:") {
                     return;
                 }
@@ -95,6 +110,10 @@ impl Network {
                 }
             }
             Event::ResponseReceived { id, status, kind } => {
+                // A redirect's response comes with the next request: this one is the last.
+                if let Some(d) = self.documents.iter_mut().rev().find(|(d, _)| d == id) {
+                    d.1 = *status;
+                }
                 if let Some(q) = self.requests.iter_mut().rev().find(|q| q.id == *id) {
                     q.status = *status;
                     if q.kind.is_empty() {
@@ -124,6 +143,7 @@ impl Network {
                 url,
                 loader,
             } => {
+                self.top_loader = loader.clone();
                 let site = site_of(url);
                 if !self.site.is_empty() && self.site != site {
                     // Keep only the request that brought the new page.
@@ -146,6 +166,18 @@ impl Network {
         while self.gaps.len() > MAX_GAPS {
             self.gaps.pop_front();
         }
+    }
+
+    /// The top frame's document: its loader, and the HTTP status of its response when it was
+    /// recorded (an http(s) document whose response came while recording).
+    pub fn top_document(&self) -> (String, Option<i64>) {
+        let status = self
+            .documents
+            .iter()
+            .rev()
+            .find(|(d, _)| *d == self.top_loader)
+            .and_then(|(_, s)| *s);
+        (self.top_loader.clone(), status)
     }
 
     /// When the gap still open (detached for idleness) started.
@@ -234,6 +266,69 @@ mod tests {
             0.0,
         );
         assert_eq!(r.requests.len(), 1);
+    }
+
+    #[test]
+    fn the_top_documents_status_is_kept_apart_from_the_list() {
+        let mut r = Network::default();
+        assert_eq!(r.top_document(), (String::new(), None));
+        let document = |id: &str, url: &str| json!({"requestId": id, "type": "Document", "request": {"method": "GET", "url": url}});
+        feed(
+            &mut r,
+            "Network.requestWillBeSent",
+            document("L1", "http://a.test/"),
+            0.0,
+        );
+        // A redirect: the same request, then the final response.
+        feed(
+            &mut r,
+            "Network.requestWillBeSent",
+            document("L1", "http://a.test/moved"),
+            0.0,
+        );
+        feed(
+            &mut r,
+            "Network.responseReceived",
+            json!({"requestId": "L1", "type": "Document", "response": {"status": 404}}),
+            0.0,
+        );
+        // read_network_requests with clear empties the list; the document is still known.
+        r.requests.clear();
+        feed(
+            &mut r,
+            "Page.frameNavigated",
+            json!({"frame": {"url": "http://a.test/moved", "loaderId": "L1"}}),
+            0.0,
+        );
+        assert_eq!(r.top_document(), ("L1".to_string(), Some(404)));
+        // An iframe's document is not the top frame's.
+        feed(
+            &mut r,
+            "Network.requestWillBeSent",
+            document("L2", "http://b.test/"),
+            0.0,
+        );
+        feed(
+            &mut r,
+            "Network.responseReceived",
+            json!({"requestId": "L2", "type": "Document", "response": {"status": 200}}),
+            0.0,
+        );
+        feed(
+            &mut r,
+            "Page.frameNavigated",
+            json!({"frame": {"url": "http://b.test/", "loaderId": "L2", "parentId": "F"}}),
+            0.0,
+        );
+        assert_eq!(r.top_document(), ("L1".to_string(), Some(404)));
+        // A document with no request (about:blank) has no status.
+        feed(
+            &mut r,
+            "Page.frameNavigated",
+            json!({"frame": {"url": "about:blank", "loaderId": "L3"}}),
+            0.0,
+        );
+        assert_eq!(r.top_document(), ("L3".to_string(), None));
     }
 
     #[test]
