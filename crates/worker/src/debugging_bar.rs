@@ -124,9 +124,12 @@ pub fn all_detached() {
 }
 
 /// Called right after the debugger attached to `tab` at `attached_at` (the worker's clock);
-/// `bar_shown`: some other session of ours was attached already (the bar is up). Waits while
-/// the tab's viewport is about to change.
-pub async fn after_attach(tab: i32, bar_shown: bool, attached_at: f64) {
+/// `bar_shown`: some other session of ours was attached already (the bar is up). When the tab's
+/// viewport may be about to change, the tab is marked settling at once and watched in the
+/// background: what measures the page waits for that ([`settled`], which `cdp` calls before
+/// every call that may measure), while what only records the tab (`cdp::send_unsettled`: the
+/// recorders' domains) goes on, so a tab that joins the group is recorded from its attach.
+pub fn after_attach(tab: i32, bar_shown: bool, attached_at: f64) {
     let may_show = !bar_shown
         && ALL_DETACHED_AT
             .with(Cell::get)
@@ -143,18 +146,25 @@ pub async fn after_attach(tab: i32, bar_shown: bool, attached_at: f64) {
         return;
     }
     SETTLING.with(|s| s.borrow_mut().insert(tab));
-    let _settling = Settling(tab);
-    // A tab in the background keeps its size until it is shown, and is right when shown.
-    if !tabs::get(tab).await.is_ok_and(|t| t.active) {
-        return;
-    }
+    let settling = Settling(tab);
     // What the bar's change follows: this attach, or the tab's creation.
     let trigger = if may_show {
         attached_at
     } else {
         created.unwrap_or(attached_at)
     };
-    let early = now_ms() - trigger < EARLY_MS;
+    wasm_bindgen_futures::spawn_local(async move {
+        let _settling = settling;
+        // A tab in the background keeps its size until it is shown, and is right when shown.
+        if !tabs::get(tab).await.is_ok_and(|t| t.active) {
+            return;
+        }
+        let early = now_ms() - trigger < EARLY_MS;
+        watch_after_attach(tab, deadline, attached_at, early).await;
+    });
+}
+
+async fn watch_after_attach(tab: i32, deadline: f64, attached_at: f64, early: bool) {
     match watch(tab, deadline).await {
         Some((before, after, at)) => {
             QUIET.with(|q| q.set(0));

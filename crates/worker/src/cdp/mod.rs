@@ -28,12 +28,28 @@ thread_local! {
     static ATTACHED: RefCell<HashSet<i32>> = RefCell::new(HashSet::new());
 }
 
-async fn ensure_attached(tab_id: i32) -> Result<(), Error> {
+/// Whether a call waits for the viewport Chrome's debugging bar is about to change after an
+/// attach (`crate::debugging_bar`): every call that may measure the page does; the recorders'
+/// domains don't, so they are enabled right after the attach and lose no event to the wait.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Settle {
+    Wait,
+    Skip,
+}
+
+async fn ensure_attached(tab_id: i32, settle: Settle) -> Result<(), Error> {
+    attach(tab_id).await?;
+    if settle == Settle::Wait {
+        // This attach, or another caller's, may still be settling the viewport.
+        crate::debugging_bar::settled(tab_id).await;
+    }
+    Ok(())
+}
+
+async fn attach(tab_id: i32) -> Result<(), Error> {
     // An idle detach under way finishes first; this command then attaches again.
     idle::settled(tab_id).await;
     if ATTACHED.with(|a| a.borrow().contains(&tab_id)) {
-        // Another caller's attach may still be settling the viewport.
-        crate::debugging_bar::settled(tab_id).await;
         return Ok(());
     }
     // Never attach to a page outside the boundary (the extension's own, browser pages, files).
@@ -53,7 +69,7 @@ async fn ensure_attached(tab_id: i32) -> Result<(), Error> {
     idle::attached(tab_id);
     auto_attach(tab_id, restarted).await;
     // The first look must not measure a layout that Chrome's debugging bar is about to move.
-    crate::debugging_bar::after_attach(tab_id, bar_shown || restarted, attach_started).await;
+    crate::debugging_bar::after_attach(tab_id, bar_shown || restarted, attach_started);
     Ok(())
 }
 
@@ -97,8 +113,29 @@ pub async fn send_js_with_timeout(
     params: Value,
     timeout_ms: u32,
 ) -> Result<JsValue, Error> {
+    send_settled(tab_id, method, params, timeout_ms, Settle::Wait).await
+}
+
+/// [`send_with_timeout`] for a call that measures nothing of the page (the recorders' domains):
+/// after a fresh attach it does not wait for the debugging bar's change.
+pub async fn send_unsettled(
+    tab_id: i32,
+    method: &str,
+    params: Value,
+    timeout_ms: u32,
+) -> Result<Value, Error> {
+    json(send_settled(tab_id, method, params, timeout_ms, Settle::Skip).await?)
+}
+
+async fn send_settled(
+    tab_id: i32,
+    method: &str,
+    params: Value,
+    timeout_ms: u32,
+    settle: Settle,
+) -> Result<JsValue, Error> {
     idle::touch(tab_id);
-    ensure_attached(tab_id).await?;
+    ensure_attached(tab_id, settle).await?;
     crate::boundary::check_known(tab_id).map_err(Error::Refused)?;
     let result = within(
         timeout_ms,
@@ -110,7 +147,7 @@ pub async fn send_js_with_timeout(
         Err(Error::Detached { .. }) => {
             // Chrome dropped the session behind our back: attach again once and retry.
             on_detach(tab_id);
-            ensure_attached(tab_id).await?;
+            ensure_attached(tab_id, settle).await?;
             within(
                 timeout_ms,
                 method,
@@ -195,7 +232,7 @@ pub async fn send_to_with_timeout(
         return send_with_timeout(target.tab, method, params, timeout_ms).await;
     };
     idle::touch(target.tab);
-    ensure_attached(target.tab).await?;
+    ensure_attached(target.tab, Settle::Wait).await?;
     crate::boundary::check_known(target.tab).map_err(Error::Refused)?;
     let out = within(
         timeout_ms,

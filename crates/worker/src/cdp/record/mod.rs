@@ -83,7 +83,7 @@ async fn start(tab: i32) -> Result<(), cdp::Error> {
     // Page first: dialogs are reported from here on, and a dialog blocks Runtime.enable's reply.
     for domain in ["Page", "Network", "Log", "Runtime"] {
         let enabled =
-            cdp::send_with_timeout(tab, &format!("{domain}.enable"), json!({}), BLOCKED_MS).await;
+            cdp::send_unsettled(tab, &format!("{domain}.enable"), json!({}), BLOCKED_MS).await;
         match enabled {
             Err(e @ cdp::Error::Timeout(_)) if domain == "Page" && after_idle(tab) => {
                 // A dialog opened while no debugger was attached blocks the page, and Chrome
@@ -98,7 +98,7 @@ async fn start(tab: i32) -> Result<(), cdp::Error> {
     }
     // The main frame, so that the boundary sees its navigations from their start.
     // Without it, the tab is looked up before each command as before.
-    let tree = cdp::send_with_timeout(tab, "Page.getFrameTree", json!({}), BLOCKED_MS).await;
+    let tree = cdp::send_unsettled(tab, "Page.getFrameTree", json!({}), BLOCKED_MS).await;
     if let Some(frame) = tree
         .ok()
         .as_ref()
