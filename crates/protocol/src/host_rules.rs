@@ -1376,13 +1376,6 @@ mod tests {
     /// excluded, or a request another site started, is never touched.
     #[test]
     fn the_rules_for_opened_tabs_decide_as_the_policy_for_group_sites_only() {
-        let domain_match = |host: &str, list: &Value| {
-            list.as_array().is_some_and(|l| {
-                l.iter().filter_map(Value::as_str).any(|d| {
-                    host == d || (host.ends_with(d) && host[..host.len() - d.len()].ends_with('.'))
-                })
-            })
-        };
         for p in [
             policy(
                 Some(&["example.com", "*.wild.test", "127.0.0.1", "[::1]"]),
@@ -1413,44 +1406,8 @@ mod tests {
                 regexes, narrow,
                 "regular expressions only for *. patterns and IPv6"
             );
-            let blocked = |url: &str, initiator: &str, tab: i32| -> bool {
-                let host = match web_host(url) {
-                    Some(Some(h)) => h,
-                    _ => return false,
-                };
-                let matching: Vec<(u64, bool)> = rules
-                    .iter()
-                    .filter(|r| {
-                        let c = &r["condition"];
-                        domain_match(initiator, &c["initiatorDomains"])
-                            && !c["excludedTabIds"]
-                                .as_array()
-                                .is_some_and(|t| t.contains(&json!(tab)))
-                            && c.get("requestDomains")
-                                .is_none_or(|d| domain_match(&host, d))
-                            && !c
-                                .get("excludedRequestDomains")
-                                .is_some_and(|d| domain_match(&host, d))
-                            && c["regexFilter"].as_str().is_none_or(|re| {
-                                regex::RegexBuilder::new(re)
-                                    .case_insensitive(true)
-                                    .build()
-                                    .unwrap()
-                                    .is_match(url)
-                            })
-                    })
-                    .map(|r| {
-                        (
-                            r["priority"].as_u64().unwrap(),
-                            r["action"]["type"] == "block",
-                        )
-                    })
-                    .collect();
-                let Some(top) = matching.iter().map(|m| m.0).max() else {
-                    return false;
-                };
-                matching.iter().filter(|m| m.0 == top).all(|m| m.1)
-            };
+            let blocked =
+                |url: &str, initiator: &str, tab: i32| browser_refuses(&rules, tab, initiator, url);
             for url in [
                 "https://example.com/",
                 "https://www.example.com/a",
