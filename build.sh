@@ -24,12 +24,34 @@ WASM_OPT="$TOOLS/node_modules/binaryen/bin/wasm-opt"
 PKG="$ROOT/extension/pkg"
 PORT="${PORT:-8787}"
 
-BINDGEN_PID=""                 # a wasm-bindgen-cli install running in the background (setup_rust)
-BINDGEN_LOG="$TOOLS/wasm-bindgen-install.log"
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 have() { command -v "$1" >/dev/null 2>&1; }
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; elif have sudo; then sudo "$@"; else return 1; fi; }
+
+# Installs that mostly download run in the background while the build compiles: bg_start NAME
+# starts one (its output in .tools/NAME.log), bg_wait NAME waits for it where its result is
+# first used; a failure prints the log and ends the command.
+declare -A BG_PID=()
+bg_log() { echo "$TOOLS/$1.log"; }
+bg_start() {
+  local name=$1; shift
+  mkdir -p "$TOOLS"
+  "$@" >"$(bg_log "$name")" 2>&1 &
+  BG_PID[$name]=$!
+}
+bg_wait() {
+  local name=$1 pid=${BG_PID[$1]:-}
+  [ -n "$pid" ] || return 0
+  unset "BG_PID[$name]"
+  if ! wait "$pid"; then
+    cat "$(bg_log "$name")" >&2
+    echo "$name failed (the log above, kept in $(bg_log "$name"))" >&2
+    exit 1
+  fi
+}
+bg_wait_all() { local n; for n in "${!BG_PID[@]}"; do bg_wait "$n"; done; }
+trap bg_wait_all EXIT
 
 chromium_bin() {
   for c in "${CHROMIUM:-}" /usr/lib/chromium/chromium /usr/bin/chromium /usr/bin/chromium-browser /usr/bin/google-chrome; do
@@ -46,14 +68,11 @@ setup_rust() {
     rustup component list --installed 2>/dev/null | grep -q "^$comp" \
       || { say "adding $comp"; rustup component add "$comp"; }
   done
-  if [ -z "$BINDGEN_PID" ] && [ "$(wasm-bindgen --version 2>/dev/null | awk '{print $2}')" != "$WASM_BINDGEN_VERSION" ]; then
-    # It compiles for about 3 minutes: in the background, beside the other installs (mostly
-    # downloads) and the worker's own compile; wait_wasm_bindgen waits for it where it is used.
-    say "installing wasm-bindgen-cli $WASM_BINDGEN_VERSION in the background (about 3 minutes, once; log: $BINDGEN_LOG)"
-    mkdir -p "$TOOLS"
+  if [ -z "${BG_PID[wasm-bindgen]:-}" ] && [ "$(wasm-bindgen --version 2>/dev/null | awk '{print $2}')" != "$WASM_BINDGEN_VERSION" ]; then
+    # It compiles for about 3 minutes: beside the other installs and the worker's own compile.
+    say "installing wasm-bindgen-cli $WASM_BINDGEN_VERSION in the background (about 3 minutes, once; log: $(bg_log wasm-bindgen))"
     # --locked fails: a locked dependency version is no longer published.
-    cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" --force >"$BINDGEN_LOG" 2>&1 &
-    BINDGEN_PID=$!
+    bg_start wasm-bindgen cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" --force
   fi
   if [ ! -x "$WASM_OPT" ] || [ "$("$WASM_OPT" --version 2>/dev/null | grep -o '[0-9]\+' | head -1)" != "${BINARYEN_VERSION%%.*}" ]; then
     have npm || { say "installing npm"; as_root apt-get update -qq; as_root apt-get install -y -qq npm; }
@@ -68,20 +87,6 @@ setup_rust() {
     npm install --prefix "$TOOLS" --no-save --no-audit --no-fund "binaryen@$BINARYEN_VERSION" "axe-core@$AXE_VERSION" >/dev/null
   fi
   setup_ts_client
-  setup_wasm_cc
-}
-
-# The code-mode sandbox embeds QuickJS (C): building it for wasm32 needs clang and llvm-ar.
-setup_wasm_cc() {
-  have clang && have llvm-ar && clang -print-targets 2>/dev/null | grep -q wasm32 && return 0
-  if have apt-get && as_root true 2>/dev/null; then
-    say "installing clang, lld and llvm (QuickJS is compiled for wasm32 with them)"
-    as_root apt-get update -qq
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang lld llvm >/dev/null
-  else
-    echo "clang is missing: install clang, lld and llvm (QuickJS is compiled for wasm32 with them)." >&2
-    return 1
-  fi
 }
 
 # The TypeScript driver's dependencies (the SDK it is tested with, TypeScript), from its lock
@@ -107,105 +112,118 @@ setup_playwright_mcp() {
     "@playwright/mcp@$PLAYWRIGHT_MCP_VERSION" >/dev/null
 }
 
+# Debian's packages, by what needs them. setup_system installs what is missing of the named
+# needs in one apt transaction in the background; need_system waits for it and checks each.
+#   wasm_cc   clang, lld, llvm: the code-mode sandbox embeds QuickJS (C), compiled for wasm32
+#   chromium  the browser the tests, the bench and ./build.sh run drive
+#   xvfb      a virtual display for the test that drives a windowed (headful) Chromium
+#   venv      python3-venv: the Python driver's tests run in a venv
+#   fleet     redis-server, nginx, openssl: the fleet tests (crates/server/tests/fleet.rs,
+#             tests/tests/fleet.rs) and the bench's fleet rows start their own on free loopback
+#             ports, no system service; openssl makes the TLS test's certificates
+have_nginx() { have nginx || [ -x /usr/sbin/nginx ]; }
+system_ok() {
+  case $1 in
+    wasm_cc) have clang && have llvm-ar && clang -print-targets 2>/dev/null | grep -q wasm32 ;;
+    chromium) chromium_bin >/dev/null ;;
+    xvfb) have Xvfb ;;
+    venv) have python3 && python3 -c 'import ensurepip, venv' 2>/dev/null ;;
+    fleet) have redis-server && have_nginx && have openssl ;;
+  esac
+}
+system_packages() {
+  case $1 in
+    wasm_cc) echo clang lld llvm ;;
+    chromium) echo chromium ;;
+    xvfb) echo xvfb ;;
+    venv) echo python3 python3-venv ;;
+    fleet) echo redis-server nginx openssl ;;
+  esac
+}
+apt_install() {
+  as_root apt-get update -qq
+  # A package whose service fails to start (port 80 or 6379 taken, no init system) still leaves
+  # its binary, which is all that is used: need_system checks the binaries, not this status.
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" || true
+}
+setup_system() {
+  local need pkgs=()
+  bg_wait apt
+  for need in "$@"; do
+    if ! system_ok "$need"; then
+      read -ra more <<<"$(system_packages "$need")"
+      pkgs+=("${more[@]}")
+    fi
+  done
+  [ ${#pkgs[@]} -gt 0 ] || return 0
+  if have apt-get && as_root true 2>/dev/null; then
+    say "installing ${pkgs[*]} (Debian packages, in the background; log: $(bg_log apt))"
+    bg_start apt apt_install "${pkgs[@]}"
+  fi
+}
+need_system() {
+  local need missing=()
+  bg_wait apt
+  for need in "$@"; do
+    system_ok "$need" || missing+=("$need")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  [ -s "$(bg_log apt)" ] && cat "$(bg_log apt)" >&2
+  for need in "${missing[@]}"; do
+    echo "missing: $(system_packages "$need") (Debian packages) for $need; install them, or run this as root or with sudo." >&2
+  done
+  [[ " ${missing[*]} " == *" chromium "* ]] && echo "Or set CHROMIUM=/path/to/chrome." >&2
+  return 1
+}
+
 # The Python driver's tests (tests/tests/driver_python.rs) run in a venv with the SDK version
-# clients/python/pyproject.toml pins, installed the way a user installs the driver.
-setup_python_client() {
+# clients/python/pyproject.toml pins, installed the way a user installs the driver; in the
+# background when python3-venv is there already, else once need_system has installed it.
+python_client_ok() {
   local pin
   pin=$(grep -o '"anthropic==[^"]*"' "$ROOT/clients/python/pyproject.toml" | tr -d '"' | cut -d= -f3)
-  [ "$("$PY_VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("anthropic"))' 2>/dev/null)" = "$pin" ] && return 0
-  if ! have python3 || ! python3 -c 'import ensurepip, venv' 2>/dev/null; then
-    if have apt-get && as_root true 2>/dev/null; then
-      say "installing python3-venv (Debian package; the Python driver's tests run in a venv)"
-      as_root apt-get update -qq
-      as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-venv >/dev/null
-    else
-      echo "python3 with venv is missing: install python3-venv (the Python driver's tests need it)." >&2
-      return 1
-    fi
-  fi
-  say "making $PY_VENV: pip install ./clients/python (anthropic $pin)"
+  [ "$("$PY_VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("anthropic"))' 2>/dev/null)" = "$pin" ]
+}
+install_python_client() {
   rm -rf "$PY_VENV"
   python3 -m venv "$PY_VENV"
   "$PY_VENV/bin/pip" install -q --disable-pip-version-check --no-input "$ROOT/clients/python"
 }
-
-setup_chromium() {
-  chromium_bin >/dev/null && return 0
-  if have apt-get && as_root true 2>/dev/null; then
-    say "installing Chromium (Debian package)"
-    as_root apt-get update -qq
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+setup_python_client() {
+  python_client_ok && return 0
+  say "making $PY_VENV: pip install ./clients/python (log: $(bg_log pip))"
+  if system_ok venv; then
+    bg_start pip install_python_client
   else
-    echo "Chromium is missing and cannot be installed here: install chromium, or set CHROMIUM=/path/to/chrome." >&2
-    return 1
+    need_system venv
+    bg_start pip install_python_client
   fi
 }
 
-# A virtual display for the test that drives a windowed (headful) Chromium.
-setup_xvfb() {
-  have Xvfb && return 0
-  if have apt-get && as_root true 2>/dev/null; then
-    say "installing Xvfb (Debian package xvfb; the windowed-browser test runs on it)"
-    as_root apt-get update -qq
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq xvfb >/dev/null
-  else
-    echo "Xvfb is missing: install xvfb (the windowed-browser test needs it)." >&2
-    return 1
-  fi
-}
-
-# The fleet tests (crates/server/tests/fleet.rs, tests/tests/fleet.rs) and the bench's fleet
-# rows start their own redis-server and nginx (Debian's packages) on free loopback ports; no
-# system service is used. openssl makes the TLS test's certificates.
-have_nginx() { have nginx || [ -x /usr/sbin/nginx ]; }
-setup_fleet_tools() {
-  have redis-server && have_nginx && have openssl && return 0
-  if have apt-get && as_root true 2>/dev/null; then
-    say "installing redis-server, nginx and openssl (Debian packages; the fleet tests start their own)"
-    as_root apt-get update -qq
-    # A package whose service fails to start (port 80 or 6379 taken, no init system) still
-    # leaves its binary, which is all the tests use: go on when the binaries are there.
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server nginx openssl >/dev/null ||
-      { have redis-server && have_nginx && have openssl; }
-  else
-    echo "redis-server, nginx or openssl is missing: install them (the fleet tests need them)." >&2
-    return 1
-  fi
-}
-
-# wasm-opt for size. --low-memory-unused: the first 1 KB is the far end of the 1 MB stack and no
-# valid address plus a small constant wraps past 4 GB into it, so such a sum folds into the
-# load's offset (about 1 % smaller, measured with -Oz alone: the worker 361,158 -> 356,943
-# bytes gzip, the sandbox 327,153 -> 325,677).
+# wasm-opt, at the level that makes each module's gzip smallest (measured on 8f0c1a2's
+# build: the worker 418,779 bytes gzip at -O1 against 469,024 at -Oz and 467,123 at -Oz
+# --converge, whose inlining and outlining compress worse; the sandbox 298,193 at -Oz against
+# 301,703 at -O1). --converge saved under 0.5 % for minutes of CI time, so it is not used.
+# --low-memory-unused: the first 1 KB is the far end of the 1 MB stack and no valid address
+# plus a small constant wraps past 4 GB into it, so such a sum folds into the load's offset.
 wasm_opt() {
-  "$WASM_OPT" -Oz --converge --low-memory-unused --enable-bulk-memory --enable-nontrapping-float-to-int \
+  "$WASM_OPT" "$2" --low-memory-unused --enable-bulk-memory --enable-nontrapping-float-to-int \
     --enable-sign-ext --enable-reference-types --enable-multivalue --enable-mutable-globals "$1" -o "$1.opt"
   mv "$1.opt" "$1"
 }
 
-# The background install of wasm-bindgen-cli (setup_rust), finished; its log if it failed.
-wait_wasm_bindgen() {
-  [ -n "$BINDGEN_PID" ] || return 0
-  local pid=$BINDGEN_PID
-  BINDGEN_PID=""
-  if ! wait "$pid"; then
-    cat "$BINDGEN_LOG" >&2
-    echo "installing wasm-bindgen-cli $WASM_BINDGEN_VERSION failed (log above)" >&2
-    exit 1
-  fi
-  say "wasm-bindgen-cli $WASM_BINDGEN_VERSION installed"
-}
-trap 'wait_wasm_bindgen' EXIT
-
 build_worker() {
   say "building the wasm worker"
   cargo build --release -p browser-operator-worker --target wasm32-unknown-unknown
-  wait_wasm_bindgen
+  if [ -n "${BG_PID[wasm-bindgen]:-}" ]; then
+    bg_wait wasm-bindgen
+    say "wasm-bindgen-cli $WASM_BINDGEN_VERSION installed"
+  fi
   rm -rf "$PKG"
   wasm-bindgen --target web --no-typescript --remove-name-section --remove-producers-section \
     --out-dir "$PKG" "$ROOT/target/wasm32-unknown-unknown/release/browser_operator_worker.wasm"
   local wasm="$PKG/browser_operator_worker_bg.wasm"
-  wasm_opt "$wasm"
+  wasm_opt "$wasm" -O1
   say "worker: $(wc -c <"$wasm") bytes raw, $(gzip -9c "$wasm" | wc -c) bytes gzip"
   build_sandbox
 }
@@ -213,11 +231,12 @@ build_worker() {
 # Code mode's sandbox (QuickJS): its own wasm module, which extension/sandbox.js loads on first use.
 build_sandbox() {
   say "building the code-mode sandbox"
+  need_system wasm_cc
   cargo build --release -p browser-operator-sandbox --target wasm32-unknown-unknown
   wasm-bindgen --target web --no-typescript --remove-name-section --remove-producers-section \
     --out-dir "$PKG/sandbox" "$ROOT/target/wasm32-unknown-unknown/release/browser_operator_sandbox.wasm"
   local wasm="$PKG/sandbox/browser_operator_sandbox_bg.wasm"
-  wasm_opt "$wasm"
+  wasm_opt "$wasm" -Oz
   say "sandbox: $(wc -c <"$wasm") bytes raw, $(gzip -9c "$wasm" | wc -c) bytes gzip"
 }
 
@@ -264,6 +283,7 @@ package_zip() {
   rm -f "$zip"
   python3 "$ROOT/scripts/package.py" zip "$zip" "$ROOT"
   say "checking that the zip loads in Chromium"
+  need_system chromium
   local check profile port worker=""
   check=$(mktemp -d); profile=$(mktemp -d)
   python3 -c 'import sys,zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' "$zip" "$check"
@@ -301,7 +321,11 @@ setup_nextest() {
 
 run_tests() {
   say "tests (unit, server, and headless Chromium end to end)"
-  cargo test --workspace --doc -q
+  need_system chromium xvfb fleet
+  bg_wait pip
+  # Only these crates have doc examples; the worker's and the sandbox's native libraries would
+  # be built for nothing else.
+  cargo test --doc -q -p browser-operator-e2e -p browser-operator-server -p browser-operator-protocol
   if cargo nextest --version >/dev/null 2>&1; then
     cargo nextest run --workspace --no-fail-fast
   else
@@ -316,6 +340,7 @@ lint() {
   say "clippy (native)"
   cargo clippy --workspace --all-targets -- -D warnings
   say "clippy (wasm32)"
+  need_system wasm_cc
   cargo clippy -p browser-operator-worker -p browser-operator-sandbox --target wasm32-unknown-unknown -- -D warnings
   say "import circles (worker, server)"
   python3 scripts/import_cycles.py crates/worker/src crates/server/src
@@ -338,14 +363,17 @@ fuzz() {
 
 cmd="${1:-help}"
 case "$cmd" in
-  setup) setup_rust; setup_chromium; setup_xvfb; setup_python_client; setup_fleet_tools ;;
-  build) setup_rust; apply_brand; build_worker; build_server ;;
+  setup)
+    setup_rust; setup_system wasm_cc chromium xvfb venv fleet; setup_python_client
+    need_system wasm_cc chromium xvfb venv fleet; bg_wait_all
+    ;;
+  build) setup_rust; setup_system wasm_cc; apply_brand; build_worker; build_server ;;
   brand) apply_brand ;;
-  package) setup_rust; setup_chromium; package ;;
-  lint) setup_rust; lint ;;
+  package) setup_rust; setup_system wasm_cc chromium; package ;;
+  lint) setup_rust; setup_system wasm_cc; lint ;;
   fuzz) setup_rust; fuzz ;;
   test)
-    setup_rust; setup_chromium; setup_xvfb; setup_python_client; setup_fleet_tools; setup_nextest || true
+    setup_rust; setup_system wasm_cc chromium xvfb venv fleet; setup_python_client; setup_nextest || true
     build_worker; build_server
     lint
     # The store zip, which tests/tests/package.rs unpacks and drives in Chromium.
@@ -357,8 +385,9 @@ case "$cmd" in
     # baseline and writes docs/BENCHMARKS.md and docs/benchmarks.svg; BENCH_ROUNDS and
     # BENCH_ONLY=<section> shorten it. `./build.sh bench all` then runs the older bench_*
     # binaries too (each its own measure and baseline, printed).
-    setup_rust; setup_chromium; setup_playwright_mcp; setup_fleet_tools
+    setup_rust; setup_system wasm_cc chromium fleet; setup_playwright_mcp
     build_worker
+    need_system chromium fleet
     say "building the server and the bench (release)"
     cargo build --release -p browser-operator-server -p browser-operator-e2e --bin browser-operator --bin bench
     say "bench (load: $(cut -d' ' -f1-3 /proc/loadavg))"
@@ -376,17 +405,18 @@ case "$cmd" in
     # 10,000 commands per network transport (SOAK_COMMANDS, SOAK_TRANSPORTS, SOAK_MINUTES: see
     # tests/src/bin/soak.rs) with the server restarted every 1,000 and the worker stopped three
     # times. The report goes to stdout; the in-process server's log to a file.
-    setup_rust; setup_chromium
+    setup_rust; setup_system wasm_cc chromium
     build_worker; build_server
+    need_system chromium
     cargo build -q -p browser-operator-e2e --bin soak
     log="$ROOT/target/soak-server.log"
     say "soak (server log: $log; load: $(cut -d' ' -f1-3 /proc/loadavg))"
     "$ROOT/target/debug/soak" 2>"$log"
     ;;
   run)
-    setup_rust
-    setup_chromium || true
+    setup_rust; setup_system wasm_cc chromium
     build_worker; build_server
+    need_system chromium || true
     exec "$ROOT/scripts/run.sh" "$PORT"
     ;;
   *)
