@@ -46,6 +46,12 @@ const TRACE_JS: &str = r#"(() => {
         if (api === chrome.debugger && name === "sendCommand") label = "cdp " + args[1];
         else if (name === "set" && args[0] && typeof args[0] === "object")
           label += " [" + [...new Set(Object.keys(args[0]).map((k) => k.replace(/\.\d+$/, ".N")))].join(",") + "]";
+        if (self.__run === undefined) {
+          self.__run = (self.__runs = (self.__runs || 0) + 1);
+          queueMicrotask(() => { self.__run = undefined; });
+        }
+        if (self.__lastRun === self.__run) label += " (same run as the call before)";
+        self.__lastRun = self.__run;
         const t0 = now();
         const p = f.apply(api, args);
         const sync = now() - t0;
