@@ -1,0 +1,241 @@
+//! Diagnostic: where one command's time goes inside the worker. Every extension API call the
+//! worker makes (each `chrome.debugger.sendCommand` by its CDP method, each
+//! `chrome.storage.*.set` by the keys it writes) and every WebSocket frame in and out is
+//! timestamped in the worker by wrappers installed over CDP (nothing in the extension changes:
+//! the wasm's bindings look the chrome.* functions up at each call, and the WebSocket opened
+//! after the server's restart is made by the wrapped constructor). Then commands run one after
+//! another, and for each the calls between its frame's arrival and its result's frame are read.
+//!
+//! The wrappers and the debugger session on the worker add a little time of their own: compare
+//! counts (calls per command, which are exact) more than milliseconds, and milliseconds only
+//! within one run. `performance.now()` in a service worker ticks in 0.1 ms steps.
+//!
+//! Run: `./build.sh build && cargo run --release -p browser-operator-e2e --bin bench_path --
+//! [ROUNDS] [TOOL] [ARGS_JSON] [PAGE]` (defaults: 100 `javascript_tool` `{"text":"1+1"}` on
+//! `bench/form.html`; `tabId` is added; PAGE is a fixture path).
+
+use browser_operator_e2e::Result;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+const WARM_UP: usize = 20;
+
+/// Installed in the worker: `self.__pathTrace` collects `[start, end, label]`.
+const TRACE_JS: &str = r#"(() => {
+  if (self.__pathTrace) return "already";
+  const trace = self.__pathTrace = [];
+  const now = () => performance.now();
+  const apis = { tabs: chrome.tabs, tabGroups: chrome.tabGroups, windows: chrome.windows,
+    debugger: chrome.debugger, alarms: chrome.alarms, action: chrome.action,
+    "storage.local": chrome.storage.local, "storage.session": chrome.storage.session,
+    declarativeNetRequest: chrome.declarativeNetRequest, downloads: chrome.downloads,
+    notifications: chrome.notifications, webNavigation: chrome.webNavigation, runtime: chrome.runtime,
+    offscreen: chrome.offscreen };
+  for (const [apiName, api] of Object.entries(apis)) {
+    if (!api) continue;
+    for (const name of ["get", "set", "remove", "clear", "query", "create", "update", "group",
+      "ungroup", "attach", "detach", "sendCommand", "getTargets", "setBadgeText",
+      "setBadgeBackgroundColor", "setTitle", "executeScript", "getAll", "move",
+      "updateSessionRules", "getSessionRules", "search", "getContexts", "getFrame", "getBadgeText",
+      "getPlatformInfo", "createDocument", "closeDocument"]) {
+      const f = api[name];
+      if (typeof f !== "function") continue;
+      api[name] = function (...args) {
+        let label = apiName + "." + name;
+        if (api === chrome.debugger && name === "sendCommand") label = "cdp " + args[1];
+        else if (name === "set" && args[0] && typeof args[0] === "object")
+          label += " [" + [...new Set(Object.keys(args[0]).map((k) => k.replace(/\.\d+$/, ".N")))].join(",") + "]";
+        if (self.__run === undefined) {
+          self.__run = (self.__runs = (self.__runs || 0) + 1);
+          queueMicrotask(() => { self.__run = undefined; });
+        }
+        if (self.__lastRun === self.__run) label += " (same run as the call before)";
+        self.__lastRun = self.__run;
+        const t0 = now();
+        const p = f.apply(api, args);
+        const sync = now() - t0;
+        if (p && typeof p.then === "function") {
+          p.then(() => trace.push([t0, now(), label, sync]), () => trace.push([t0, now(), label + " (failed)", sync]));
+        } else trace.push([t0, t0, label, sync]);
+        return p;
+      };
+    }
+  }
+  const WS = self.WebSocket;
+  const send = WS.prototype.send;
+  WS.prototype.send = function (d) { trace.push([now(), now(), "ws out", 0]); return send.call(this, d); };
+  function Traced(...a) {
+    const w = new WS(...a);
+    w.addEventListener("message", () => trace.push([now(), now(), "ws in", 0]));
+    return w;
+  }
+  Traced.prototype = WS.prototype;
+  for (const k of ["CONNECTING", "OPEN", "CLOSING", "CLOSED"]) Traced[k] = WS[k];
+  self.WebSocket = Traced;
+  chrome.debugger.onEvent.addListener((s, m) => trace.push([now(), now(), "event " + m, 0]));
+  return "installed";
+})()"#;
+
+fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let mut argv = std::env::args().skip(1);
+    let rounds: usize = argv.next().and_then(|r| r.parse().ok()).unwrap_or(100);
+    let tool = argv.next().unwrap_or_else(|| "javascript_tool".into());
+    let mut args: Value = argv
+        .next()
+        .map(|a| serde_json::from_str(&a))
+        .transpose()?
+        .unwrap_or_else(|| json!({"text": "1+1"}));
+    let page = argv.next().unwrap_or_else(|| "bench/form.html".into());
+
+    let (fixtures, mut backend, browser) = browser_operator_e2e::connected().await?;
+    let (tab, _) = backend.first_tab().await?;
+    backend.navigate(tab, &fixtures.url(&page)).await?;
+    args["tabId"] = json!(tab);
+
+    let worker = browser.worker().await?;
+    println!("trace: {}", worker.eval(TRACE_JS).await?);
+    // A new WebSocket, made by the wrapped constructor.
+    let before = backend.connections().await?;
+    backend.start_again().await?;
+    backend
+        .wait_reconnected(&before, Duration::from_secs(30))
+        .await?;
+
+    let mut rtt = Vec::new();
+    for i in 0..WARM_UP + rounds {
+        let t = Instant::now();
+        backend.command(&tool, args.clone()).await?;
+        if i >= WARM_UP {
+            rtt.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+    }
+    let trace = worker.eval("JSON.stringify(self.__pathTrace)").await?;
+    let mut trace: Vec<(f64, f64, String, f64)> =
+        serde_json::from_str(trace.as_str().unwrap_or("[]"))?;
+    trace.sort_by(|a, b| a.0.total_cmp(&b.0));
+
+    // Each command: from its frame in to the next frame in (its result's frame out inside).
+    let ins: Vec<usize> = (0..trace.len())
+        .filter(|&i| trace[i].2 == "ws in")
+        .collect();
+    let cycles: Vec<(usize, usize)> = ins
+        .windows(2)
+        .map(|w| (w[0], w[1]))
+        .skip(ins.len().saturating_sub(rounds + 1))
+        .collect();
+    #[derive(Default)]
+    struct Stat {
+        on_path: usize,
+        after: usize,
+        start: Vec<f64>,
+        took: Vec<f64>,
+        sync: Vec<f64>,
+    }
+    let mut stats: BTreeMap<String, Stat> = BTreeMap::new();
+    let (mut total, mut before_first, mut after_last) = (Vec::new(), Vec::new(), Vec::new());
+    for &(a, b) in &cycles {
+        let t0 = trace[a].0;
+        let Some(out) = (a..b).find(|&i| trace[i].2 == "ws out") else {
+            continue;
+        };
+        let sent = trace[out].0;
+        total.push(sent - t0);
+        let calls: Vec<_> = trace[a + 1..b]
+            .iter()
+            .filter(|e| !e.2.starts_with("ws ") && !e.2.starts_with("event "))
+            .collect();
+        let on_path: Vec<_> = calls.iter().filter(|e| e.0 < sent).collect();
+        if let Some(first) = on_path.first() {
+            before_first.push(first.0 - t0);
+        }
+        if let Some(last) = on_path.iter().map(|e| e.1).reduce(f64::max) {
+            after_last.push(sent - last);
+        }
+        for e in &calls {
+            let s = stats.entry(e.2.clone()).or_default();
+            if e.0 < sent {
+                s.on_path += 1;
+                s.start.push(e.0 - t0);
+                s.took.push(e.1 - e.0);
+            } else {
+                s.after += 1;
+            }
+            s.sync.push(e.3);
+        }
+    }
+    let n = cycles.len().max(1) as f64;
+    println!(
+        "{tool} {args} on {page}: {} commands after {WARM_UP} warm-up",
+        cycles.len()
+    );
+    println!(
+        "round trip at the bench (median): {:.2} ms; in the worker, frame in to result out: {:.2} ms",
+        median(rtt),
+        median(total)
+    );
+    println!(
+        "frame in to the first extension API call: {:.2} ms; last call answered to result out: {:.2} ms",
+        median(before_first),
+        median(after_last)
+    );
+    println!(
+        "{:<60} {:>8} {:>8} {:>9} {:>9} {:>9}",
+        "extension API call (per command)", "on path", "after", "issued at", "took", "sync"
+    );
+    for (label, s) in &stats {
+        println!(
+            "{:<60} {:>8.2} {:>8.2} {:>7.2}ms {:>7.2}ms {:>7.2}ms",
+            label,
+            s.on_path as f64 / n,
+            s.after as f64 / n,
+            median(s.start.clone()),
+            median(s.took.clone()),
+            median(s.sync.clone())
+        );
+    }
+    // The floor of the one call: Runtime.evaluate "1+1" from the worker itself, plain and with
+    // javascript_tool's parameters, alternating.
+    let probe = format!(
+        r#"(async () => {{
+      const tab = {{tabId: {tab}}};
+      const kinds = {{
+        "plain": {{expression: "1+1"}},
+        "javascript_tool's parameters": {{expression: "1+1", replMode: true, awaitPromise: true,
+          userGesture: true, objectGroup: "browser-operator-js", timeout: 10000}},
+      }};
+      const out = Object.fromEntries(Object.keys(kinds).map((k) => [k, []]));
+      for (let i = 0; i < {WARM_UP} + {rounds}; i++) for (const [k, params] of Object.entries(kinds)) {{
+        const t = performance.now();
+        await chrome.debugger.sendCommand(tab, "Runtime.evaluate", params);
+        if (i >= {WARM_UP}) out[k].push(performance.now() - t);
+      }}
+      return JSON.stringify(out);
+    }})()"#
+    );
+    let out = worker
+        .call(
+            "Runtime.evaluate",
+            json!({"expression": probe, "awaitPromise": true, "returnByValue": true}),
+        )
+        .await?;
+    let out: BTreeMap<String, Vec<f64>> =
+        serde_json::from_str(out["result"]["value"].as_str().unwrap_or("{}"))?;
+    for (kind, times) in out {
+        println!(
+            "chrome.debugger.sendCommand Runtime.evaluate \"1+1\" from the worker, {kind}: {:.2} ms (median)",
+            median(times)
+        );
+    }
+    browser.close().await?;
+    Ok(())
+}
