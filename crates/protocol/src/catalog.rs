@@ -93,8 +93,7 @@ mod tests {
     fn names_are_unique_and_schemas_are_objects() {
         let tools = catalog();
         let mut names: Vec<_> = tools.iter().map(|t| t.name).collect();
-        names.sort();
-        names.dedup();
+        crate::sort::sort_dedup(&mut names);
         assert_eq!(names.len(), tools.len());
         for t in &tools {
             assert_eq!(t.input_schema["type"], "object", "{}", t.name);

@@ -611,16 +611,14 @@ pub fn opener_sets(shown: &[&[String]]) -> Vec<(Vec<usize>, Vec<String>)> {
     }
     let mut sets: Vec<(Vec<usize>, Vec<String>)> = Vec::new();
     let mut roots: Vec<usize> = component.clone();
-    roots.sort_unstable();
-    roots.dedup();
+    crate::sort::sort_dedup(&mut roots);
     for root in roots {
         let members: Vec<usize> = (0..hosts.len()).filter(|i| component[*i] == root).collect();
         let mut agents: Vec<usize> = members
             .iter()
             .flat_map(|i| hosts[*i].1.iter().copied())
             .collect();
-        agents.sort_unstable();
-        agents.dedup();
+        crate::sort::sort_dedup(&mut agents);
         let names = members.iter().map(|i| hosts[*i].0.clone());
         match sets.iter_mut().find(|(a, _)| *a == agents) {
             Some((_, list)) => list.extend(names),
@@ -628,7 +626,7 @@ pub fn opener_sets(shown: &[&[String]]) -> Vec<(Vec<usize>, Vec<String>)> {
         }
     }
     for (_, list) in &mut sets {
-        list.sort_unstable();
+        crate::sort::sort(list);
     }
     sets
 }
@@ -669,7 +667,7 @@ pub fn browser_rules(
 ) -> Vec<Value> {
     let agents: Vec<&AgentTabs> = agents.iter().filter(|a| !a.tabs.is_empty()).collect();
     let mut all_tabs: Vec<i32> = agents.iter().flat_map(|a| a.tabs.iter().copied()).collect();
-    all_tabs.sort_unstable();
+    crate::sort::sort(&mut all_tabs);
     let (_, upper) = layers(person, &HostPolicy::default());
     let next = |rules: &[Value]| first_id + rules.len() as u32;
     let mut rules = upper.dnr_rules(first_id, PERSON_PRIORITY, &all_tabs);
@@ -682,12 +680,10 @@ pub fn browser_rules(
         return rules;
     }
     let mut excluded: Vec<i32> = others.iter().copied().chain(all_tabs).collect();
-    excluded.sort_unstable();
-    excluded.dedup();
+    crate::sort::sort_dedup(&mut excluded);
     let shown: Vec<&[String]> = agents.iter().map(|a| a.shown).collect();
     let mut initiators: Vec<String> = shown.iter().flat_map(|s| s.iter().cloned()).collect();
-    initiators.sort_unstable();
-    initiators.dedup();
+    crate::sort::sort_dedup(&mut initiators);
     let person_opened =
         upper.dnr_opener_rules(next(&rules), PERSON_PRIORITY, &initiators, &excluded);
     rules.extend(person_opened);
@@ -1546,7 +1542,7 @@ mod tests {
         let rules = browser_rules(&person_rules, &agents, &[9], 1000);
         // Ids: from the first, one each, none shared.
         let mut ids: Vec<u64> = rules.iter().map(|r| r["id"].as_u64().unwrap()).collect();
-        ids.sort_unstable();
+        crate::sort::sort(&mut ids);
         assert_eq!(ids, (1000..1000 + rules.len() as u64).collect::<Vec<_>>());
         // A rule naming tabs names one agent's (the backend layer) or every group tab (the
         // person's, above all of them).

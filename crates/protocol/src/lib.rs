@@ -14,6 +14,7 @@ pub mod json;
 pub mod message;
 pub mod pairing;
 pub mod schema;
+pub mod sort;
 pub mod sse;
 pub mod url_policy;
 

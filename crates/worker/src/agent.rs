@@ -172,6 +172,6 @@ fn look_title(agent: &Agent) -> String {
 /// The further connections whose looks are registered, in order.
 pub fn connections() -> Vec<u32> {
     let mut all: Vec<u32> = LOOKS.with(|l| l.borrow().keys().copied().collect());
-    all.sort_unstable();
+    protocol::sort::sort(&mut all);
     all
 }

@@ -224,8 +224,7 @@ pub async fn find_all() -> Vec<i32> {
         let _ = find_for(a).await;
     }
     let mut groups = known_groups();
-    groups.sort_unstable();
-    groups.dedup();
+    protocol::sort::sort_dedup(&mut groups);
     groups
 }
 

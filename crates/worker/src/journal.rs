@@ -258,7 +258,7 @@ async fn restore() {
             Vec::new()
         }
     };
-    stored.sort_by_key(|s| std::cmp::Reverse(s.n));
+    protocol::sort::sort_by_key(&mut stored, |s| std::cmp::Reverse(s.n));
     with(|j| {
         if std::mem::replace(&mut j.restored, true) {
             return;

@@ -138,8 +138,7 @@ fn shown_by(covered: &[Covered], owner: &str) -> Vec<String> {
         .filter(|t| t.owner == owner)
         .filter_map(|t| t.host.clone())
         .collect();
-    hosts.sort_unstable();
-    hosts.dedup();
+    protocol::sort::sort_dedup(&mut hosts);
     hosts
 }
 
@@ -149,8 +148,7 @@ fn shown() -> Vec<(String, Vec<String>)> {
     COVERED.with(|c| {
         let c = c.borrow();
         let mut owners: Vec<&str> = c.iter().map(|t| t.owner.as_str()).collect();
-        owners.sort_unstable();
-        owners.dedup();
+        protocol::sort::sort_dedup(&mut owners);
         owners
             .into_iter()
             .map(|o| (o.to_string(), shown_by(&c, o)))
@@ -257,7 +255,7 @@ pub async fn refresh() -> Result<(), String> {
         .filter_map(|t| t.id)
         .filter(|id| !covered.iter().any(|t| t.tab == *id))
         .collect();
-    others.sort_unstable();
+    protocol::sort::sort(&mut others);
     COVERED.with(|c| *c.borrow_mut() = covered);
     OTHERS.with(|o| *o.borrow_mut() = others);
     apply().await

@@ -143,8 +143,7 @@ mod tests {
         );
         let mut colours: Vec<String> = (0..=5).map(|c| look(&Agent::of(c, None)).color).collect();
         assert_eq!(colours[0], "blue");
-        colours.sort();
-        colours.dedup();
+        protocol::sort::sort_dedup(&mut colours);
         assert_eq!(colours.len(), 6, "{colours:?}");
         // A named agent of a connection: the connection's title and the agent's name.
         let named = look(&Agent::of(1, Some("claude-code 2".into())));

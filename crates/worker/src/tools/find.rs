@@ -101,7 +101,7 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
     }
     world::commit(tab).await;
     // Best first; among equals the main document first, then each frame's own order.
-    hits.sort_by(|a, b| {
+    protocol::sort::sort_by(&mut hits, |a, b| {
         b.m.score
             .cmp(&a.m.score)
             .then(a.frame.cmp(&b.frame))

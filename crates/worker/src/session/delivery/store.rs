@@ -285,7 +285,7 @@ async fn restore_once() {
         .filter_map(|k| field(k))
         .filter_map(|v| crate::js::from_js(v).ok())
         .collect();
-    slots.sort_by_key(|slot| slot.n);
+    protocol::sort::sort_by_key(&mut slots, |slot| slot.n);
     let outbox: Vec<CommandResult> = field(OUTBOX_KEY)
         .and_then(|v| crate::js::from_js(v).ok())
         .unwrap_or_default();
