@@ -3,6 +3,7 @@
 //! the real server as a backend would.
 
 use browser_operator_e2e::{Backend, Browser, FixtureServer, Result};
+use futures_util::StreamExt;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::time::Duration;
@@ -1058,33 +1059,40 @@ async fn chrome_nodes(
             }
         }
     }
-    let mut out = Vec::new();
-    let mut tags: HashMap<&str, String> = HashMap::new();
-    for n in &nodes {
-        let role = chrome_role(n["role"]["value"].as_str().unwrap_or(""));
-        let name = squash(n["name"]["value"].as_str().unwrap_or(""));
-        let skip = matches!(
-            role,
-            "StaticText" | "InlineTextBox" | "ListMarker" | "LineBreak" | "MenuListPopup" | "none"
-        ) || (role == "generic" && name.is_empty());
-        let Some(backend) = n["backendDOMNodeId"].as_i64() else {
-            continue;
-        };
-        if skip || n["ignored"].as_bool() == Some(true) {
-            continue;
-        }
-        let mut text = String::new();
-        text_of(n, &by_id, &mut text);
-        let resolved = cdp
-            .call_session(
-                &session,
-                "DOM.resolveNode",
-                json!({"backendNodeId": backend, "executionContextId": context}),
-            )
-            .await?;
-        let id = cdp
-            .call_session(
-                &session,
+    // The nodes compared, in the tree's order (a parent before its children), and each one's
+    // id in read_page's table and tag, looked up through CDP many at a time (one after the
+    // other, a thousand nodes take two thousand round trips).
+    let picked: Vec<(&Value, &str, String, i64)> = nodes
+        .iter()
+        .filter_map(|n| {
+            let role = chrome_role(n["role"]["value"].as_str().unwrap_or(""));
+            let name = squash(n["name"]["value"].as_str().unwrap_or(""));
+            let skip = matches!(
+                role,
+                "StaticText"
+                    | "InlineTextBox"
+                    | "ListMarker"
+                    | "LineBreak"
+                    | "MenuListPopup"
+                    | "none"
+            ) || (role == "generic" && name.is_empty());
+            let backend = n["backendDOMNodeId"].as_i64()?;
+            (!skip && n["ignored"].as_bool() != Some(true)).then_some((n, role, name, backend))
+        })
+        .take(limit)
+        .collect();
+    let looked_up: Vec<Value> = futures_util::stream::iter(picked.iter().map(|&(_, _, _, backend)| {
+        let (cdp, session, context) = (&cdp, &session, &context);
+        async move {
+            let resolved = cdp
+                .call_session(
+                    session,
+                    "DOM.resolveNode",
+                    json!({"backendNodeId": backend, "executionContextId": context}),
+                )
+                .await?;
+            cdp.call_session(
+                session,
                 "Runtime.callFunctionOn",
                 json!({
                     "objectId": resolved["object"]["objectId"],
@@ -1093,7 +1101,19 @@ async fn chrome_nodes(
                     "returnByValue": true,
                 }),
             )
-            .await?;
+            .await
+        }
+    }))
+    .buffered(32)
+    .collect::<Vec<Result<Value>>>()
+    .await
+    .into_iter()
+    .collect::<Result<_>>()?;
+    let mut out = Vec::new();
+    let mut tags: HashMap<&str, String> = HashMap::new();
+    for (&(n, role, ref name, _), id) in picked.iter().zip(&looked_up) {
+        let mut text = String::new();
+        text_of(n, &by_id, &mut text);
         let r = id["result"]["value"][0]
             .as_str()
             .map(|id| format!("{prefix}{id}"));
@@ -1115,10 +1135,13 @@ async fn chrome_nodes(
             }
             up = by_id.get(p).and_then(|n| n["parentId"].as_str());
         }
-        out.push((r, role.to_string(), name, squash(&text), inside_control));
-        if out.len() == limit {
-            break;
-        }
+        out.push((
+            r,
+            role.to_string(),
+            name.clone(),
+            squash(&text),
+            inside_control,
+        ));
     }
     cdp.call("Target.detachFromTarget", json!({"sessionId": session}))
         .await?;
