@@ -13,7 +13,7 @@ use std::time::Duration;
 const PYTHON_BOUND: Duration = Duration::from_secs(420);
 
 /// The extension's idle period for the run (seconds).
-const IDLE_SECONDS: u32 = 1;
+const IDLE_SECONDS: u32 = 2;
 
 /// The venv `./build.sh setup` makes, with the pinned SDK.
 fn python() -> Result<PathBuf> {
