@@ -181,9 +181,7 @@ pub fn connected(conn: u32, tx: mpsc::UnboundedSender<CommandResult>) {
 /// Sends what of connection `conn`'s results waits in the outbox, if it is up.
 fn send_outbox(conn: u32) {
     let waiting = with(|d| {
-        let Some(tx) = d.senders.get(&conn).cloned() else {
-            return None;
-        };
+        let tx = d.senders.get(&conn).cloned()?;
         let (mine, others): (Vec<_>, Vec<_>) = d
             .outbox
             .drain(..)
