@@ -38,6 +38,12 @@ use wasm_bindgen_futures::spawn_local;
 pub fn boot() {
     policy::use_browser_hosts();
     spawn_local(session::resume());
+    // What every command reads first (the policies, the paused state) is read now, beside the
+    // connect, not at the first command.
+    spawn_local(policy::ready());
+    spawn_local(async {
+        control::paused().await;
+    });
     // Group tabs still attached from before a restart are recorded again at once.
     spawn_local(lifetime::resume());
     // A sign left up by a worker that stopped while a command ran comes down.

@@ -95,45 +95,59 @@ thread_local! {
     /// agents.
     static IN_FORCE: RefCell<Option<Vec<InForce>>> = const { RefCell::new(None) };
     static LOADING: Cell<bool> = const { Cell::new(false) };
+    /// Calls of [`ready`] waiting for the load under way.
+    static WAITING: RefCell<Vec<futures_channel::oneshot::Sender<()>>> = const { RefCell::new(Vec::new()) };
     /// Each tab's last navigation the rules refused: its address, and when.
     static LAST_REFUSED: RefCell<std::collections::HashMap<i32, (String, f64)>> =
         RefCell::new(std::collections::HashMap::new());
 }
 
-/// The policies are in memory (loaded from storage at the first call of this worker).
+/// The policies are in memory (loaded from storage at the first call of this worker; the
+/// worker's start makes that call, so the first command rarely waits). A call while the load
+/// is under way returns when it is done. The load is a task of its own: a command dropped while
+/// it waits (Stop, its time bound) does not cut it short.
 pub async fn ready() {
-    for _ in 0..250 {
-        if IN_FORCE.with(|p| p.borrow().is_some()) {
-            return;
+    if IN_FORCE.with(|p| p.borrow().is_some()) {
+        return;
+    }
+    let (tx, rx) = futures_channel::oneshot::channel();
+    WAITING.with(|w| w.borrow_mut().push(tx));
+    if !LOADING.with(|l| l.replace(true)) {
+        wasm_bindgen_futures::spawn_local(load_in_force());
+    }
+    let _ = rx.await;
+}
+
+async fn load_in_force() {
+    // The person's site rules and the agents' policies, read side by side.
+    let site = async {
+        if !site_rules::loaded() {
+            site_rules::load().await;
         }
-        if !LOADING.with(|l| l.replace(true)) {
-            if !site_rules::loaded() {
-                site_rules::load().await;
-            }
-            let loaded = load().await;
-            if IN_FORCE.with(|p| p.borrow().is_none()) {
-                IN_FORCE.with(|p| *p.borrow_mut() = Some(loaded));
-            }
-            LOADING.with(|l| l.set(false));
-            // The rules Chrome kept name the tabs of before the restart: named again now.
-            wasm_bindgen_futures::spawn_local(async {
-                if let Err(e) = rules::refresh().await {
-                    crate::js::log(&format!("the URL policy's request rules: {e}"));
-                }
-            });
-            return;
-        }
-        crate::js::sleep_ms(20).await;
+    };
+    let (_, loaded) = futures_util::future::join(site, load()).await;
+    if IN_FORCE.with(|p| p.borrow().is_none()) {
+        IN_FORCE.with(|p| *p.borrow_mut() = Some(loaded));
+    }
+    LOADING.with(|l| l.set(false));
+    for w in WAITING.with(|w| std::mem::take(&mut *w.borrow_mut())) {
+        let _ = w.send(());
+    }
+    // The rules Chrome kept name the tabs of before the restart: named again now.
+    if let Err(e) = rules::refresh().await {
+        crate::js::log(&format!("the URL policy's request rules: {e}"));
     }
 }
 
-/// The stored policies.
 async fn load() -> Vec<InForce> {
-    let primary = storage::get::<Policy>(Area::Session, KEY).await;
-    let others = storage::get::<Vec<(String, Policy)>>(Area::Session, OTHERS_KEY).await;
-    let (primary, others) = match (primary, others) {
-        (Ok(p), Ok(o)) => (p, o.unwrap_or_default()),
-        (Err(e), _) | (_, Err(e)) => {
+    // Both in one read.
+    let stored = storage::get_many(Area::Session, &[KEY, OTHERS_KEY]).await;
+    let (primary, others) = match stored {
+        Ok(v) => (
+            storage::field::<Policy>(&v, KEY),
+            storage::field::<Vec<(String, Policy)>>(&v, OTHERS_KEY).unwrap_or_default(),
+        ),
+        Err(e) => {
             crate::js::log(&format!("reading the policies: {e}"));
             (None, Vec::new())
         }

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 /// At most this many connections in all, the first included.
 pub const MAX_CONNECTIONS: usize = 8;
-const LIST_KEY: &str = "connections";
+pub const LIST_KEY: &str = "connections";
 /// A group title is cut to this many characters.
 const TITLE_CHARS: usize = 40;
 

@@ -106,31 +106,58 @@ async fn wanted_config(conn: u32) -> Option<ConnectionConfig> {
 }
 
 /// Called at every worker start and alarm: start each connection's loop if the user wants it
-/// connected and none is running. Never starts a second loop for one connection.
+/// connected and none is running. Never starts a second loop for one connection. The ledger of
+/// delivered ids is read at once, beside the connect (commands wait for it in `delivery`).
 pub async fn resume() {
-    let extras = connections::list().await;
+    spawn_local(delivery::restore());
+    // The first connection is claimed before any await (the worker's boot and an alarm often
+    // call this together); its config and the further connections come in one read.
+    let claimed = claim(0);
+    let stored = storage::get_many(Area::Local, &[connections::LIST_KEY, WANT_KEY, CONFIG_KEY])
+        .await
+        .ok();
+    let extras: Vec<Extra> = stored
+        .as_ref()
+        .and_then(|v| storage::field(v, connections::LIST_KEY))
+        .unwrap_or_default();
     connections::register_looks(&extras);
-    spawn_local(resume_one(0));
+    if let Some(gen) = claimed {
+        let wanted = stored.as_ref().and_then(|v| {
+            let want: bool = storage::field(v, WANT_KEY)?;
+            let config: ConnectionConfig = storage::field(v, CONFIG_KEY)?;
+            (want && config.validate().is_ok()).then_some(config)
+        });
+        spawn_local(resume_claimed(0, gen, wanted));
+    }
     for extra in extras {
         spawn_local(resume_one(extra.id));
     }
 }
 
+/// Claims connection `conn`'s loop: its generation, or `None` when a loop runs already.
+fn claim(conn: u32) -> Option<u64> {
+    with(conn, |s| {
+        (!std::mem::replace(&mut s.running, true)).then_some(s.generation)
+    })
+}
+
 async fn resume_one(conn: u32) {
     // Claimed before any await: the worker's boot and an alarm often call this together.
-    let claimed = with(conn, |s| {
-        (!std::mem::replace(&mut s.running, true)).then_some(s.generation)
-    });
-    let Some(gen) = claimed else {
+    let Some(gen) = claim(conn) else {
         return;
     };
     let wanted = wanted_config(conn).await;
+    resume_claimed(conn, gen, wanted).await;
+}
+
+/// Starts the claimed loop of `conn` with the config just read (`None`: not wanted).
+async fn resume_claimed(conn: u32, gen: u64, wanted: Option<ConnectionConfig>) {
     if with(conn, |s| s.generation != gen) {
         return; // a Save or Disconnect decided meanwhile
     }
     match wanted {
-        // The config just read is the first connection's: nothing changed it meanwhile (a
-        // Save or Disconnect retires this loop).
+        // The config just read is the connection's: nothing changed it meanwhile (a Save or
+        // Disconnect retires this loop).
         Some(config) => spawn_loop(conn, gen, Some(config)),
         None => {
             with(conn, |s| s.running = false);
@@ -356,11 +383,9 @@ fn backoff_ms(attempt: u32) -> u32 {
 }
 
 async fn run(conn: u32, gen: u64, mut first: Option<ConnectionConfig>) {
-    if let Err(e) = alarms::create_periodic(ALARM, 0.5).await {
-        log(&format!("cannot create the keep-alive alarm: {e}"));
-    }
-    watchdog::start().await;
-    delivery::restore().await;
+    // The keep-alive alarm and the watchdog are not needed before the first command: set up
+    // beside the connect, not before it.
+    spawn_local(start_backstops());
     let mut attempt = 0u32;
     while is_current(conn, gen) {
         let config = match first.take() {
@@ -373,21 +398,18 @@ async fn run(conn: u32, gen: u64, mut first: Option<ConnectionConfig>) {
             }
             return;
         };
-        // A loop retired while it waited (Save & connect started a new one during this
-        // worker's start-up, which reads the delivery ledger first) must not connect too,
-        // nor write its "Connecting" over the new loop's "Connected".
+        // A loop retired while it waited (Save & connect started a new one meanwhile) must
+        // not connect too, nor write its "Connecting" over the new loop's "Connected".
         if !is_current(conn, gen) {
             return;
         }
-        status::set_status_of(
+        // Issued now (Chrome applies one worker's calls in order, so a later status wins),
+        // not waited for: the connect does not need it.
+        spawn_local(status::set_status_of(
             conn,
             State::Connecting,
             format!("Connecting to {}…", config.server_url),
-        )
-        .await;
-        if !is_current(conn, gen) {
-            return;
-        }
+        ));
         let (tx, rx) = mpsc::unbounded();
         let pending_tx = RefCell::new(Some(tx));
         let on_auth = || {
@@ -450,6 +472,19 @@ async fn run(conn: u32, gen: u64, mut first: Option<ConnectionConfig>) {
                 sleep_ms(delay).await;
             }
         }
+    }
+}
+
+/// The keep-alive alarm and the watchdog, for the loops that run; undone when none runs any
+/// more by the time they are set up (a Disconnect during the worker's start).
+async fn start_backstops() {
+    if let Err(e) = alarms::create_periodic(ALARM, 0.5).await {
+        log(&format!("cannot create the keep-alive alarm: {e}"));
+    }
+    watchdog::start().await;
+    if !any_running() {
+        let _ = alarms::clear(ALARM).await;
+        watchdog::stop().await;
     }
 }
 

@@ -59,6 +59,8 @@ struct Delivery {
     in_flight: usize,
     /// What the stored copy lacks, and the writes under way.
     store: store::Writer,
+    /// Commands that came before the previous worker's ledger was read, in order.
+    before_restore: Vec<(u32, Result<Command, Malformed>)>,
 }
 
 impl Default for Delivery {
@@ -73,6 +75,7 @@ impl Default for Delivery {
             next_seq: 0,
             in_flight: 0,
             store: store::Writer::default(),
+            before_restore: Vec::new(),
         }
     }
 }
@@ -171,15 +174,24 @@ fn outward(mut result: CommandResult) -> (u32, CommandResult) {
 /// Connection `conn` was accepted: its results go to `tx`, and what of its results waited in
 /// the outbox is sent on it now.
 pub fn connected(conn: u32, tx: mpsc::UnboundedSender<CommandResult>) {
+    with(|d| d.senders.insert(conn, tx));
+    send_outbox(conn);
+}
+
+/// Sends what of connection `conn`'s results waits in the outbox, if it is up.
+fn send_outbox(conn: u32) {
     let waiting = with(|d| {
-        d.senders.insert(conn, tx.clone());
+        let tx = d.senders.get(&conn).cloned()?;
         let (mine, others): (Vec<_>, Vec<_>) = d
             .outbox
             .drain(..)
             .partition(|(r, _)| split_id(&r.command_id).0 == conn);
         d.outbox.extend(others);
-        mine.into_iter().map(|(r, _)| r).collect::<Vec<_>>()
+        Some((tx, mine.into_iter().map(|(r, _)| r).collect::<Vec<_>>()))
     });
+    let Some((tx, waiting)) = waiting else {
+        return;
+    };
     let flushed = !waiting.is_empty();
     for result in waiting {
         let _ = tx.unbounded_send(outward(result).1);
@@ -187,6 +199,19 @@ pub fn connected(conn: u32, tx: mpsc::UnboundedSender<CommandResult>) {
     if flushed {
         with(|d| d.store.outbox_dirty = true);
         store::flush_soon();
+    }
+}
+
+/// The previous worker's ledger was read: the commands that came meanwhile are admitted, in
+/// the order they came, and the results it left go to the connections already up.
+fn admit_waiting() {
+    let waiting = with(|d| std::mem::take(&mut d.before_restore));
+    for (conn, parsed) in waiting {
+        receive(conn, parsed);
+    }
+    let up: Vec<u32> = with(|d| d.senders.keys().copied().collect());
+    for conn in up {
+        send_outbox(conn);
     }
 }
 
@@ -214,6 +239,14 @@ pub fn removed(conn: u32) {
 /// connection or the outbox. One that can't run but carries an id is answered with its error,
 /// exactly once per id like any command; one without an id is only logged.
 pub fn receive(conn: u32, parsed: Result<Command, Malformed>) {
+    // Until the previous worker's ledger is read, no id can be told new: the command waits
+    // (the connect does not wait for the read; the first command rarely does).
+    if !store::restored() {
+        with(|d| d.before_restore.push((conn, parsed)));
+        // Started at the worker's start; this only makes sure (a second call returns at once).
+        spawn_local(store::restore());
+        return;
+    }
     match parsed {
         Ok(mut cmd) => {
             cmd.id = internal_id(conn, &cmd.id);

@@ -242,25 +242,26 @@ pub(super) fn flush_later() {
 
 thread_local! {
     static RESTORED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-    /// The restore is done (a second connection's loop waits for the first's).
+    /// The restore is done: commands are admitted (until then they wait, in `delivery`).
     static RESTORE_DONE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-/// Reads what the previous worker left (once per worker start): ids already executed (never
-/// run again), undelivered results, and commands that were running when it stopped (answered
-/// with an error). A call while another's read is under way returns when it is done.
+/// Whether what the previous worker left has been read (commands wait until it has).
+pub(super) fn restored() -> bool {
+    RESTORE_DONE.with(std::cell::Cell::get)
+}
+
+/// Reads what the previous worker left (once per worker start; later calls return at once):
+/// ids already executed (never run again), undelivered results, and commands that were running
+/// when it stopped (answered with an error). Then the commands that arrived meanwhile are
+/// admitted, and the outbox goes to the connections already up.
 pub async fn restore() {
     if RESTORED.with(|r| r.replace(true)) {
-        for _ in 0..400 {
-            if RESTORE_DONE.with(std::cell::Cell::get) {
-                break;
-            }
-            sleep_ms(5).await;
-        }
         return;
     }
     restore_once().await;
     RESTORE_DONE.with(|d| d.set(true));
+    super::admit_waiting();
 }
 
 async fn restore_once() {
