@@ -377,7 +377,10 @@ case "$cmd" in
   fuzz) setup_rust; fuzz ;;
   test)
     setup_rust; setup_system wasm_cc chromium xvfb venv fleet; setup_python_client; setup_nextest || true
-    build_worker; build_server
+    # The server is built with the tests (run_tests): built alone first, its dependencies
+    # (tokio, axum, rmcp, redis) get fewer features than the workspace's tests give them, and
+    # were compiled twice (2 min on 2 cores).
+    build_worker
     lint
     # The store zip, which tests/tests/package.rs unpacks and drives in Chromium.
     apply_brand; package_zip

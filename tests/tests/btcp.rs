@@ -605,7 +605,13 @@ async fn escape_attempts_fail_cleanly_and_the_worker_keeps_serving() -> Result<(
         "let a = []; for (let i = 0; i < 200000; i++) a = [a]; return JSON.stringify(a).length;",
     ] {
         let e = s.script_error(script, t).await?;
-        assert!(e.contains("stack"), "{script}: {e}");
+        // Building and walking 200,000 levels can outlast the script's 1 s budget on a loaded
+        // machine before any stack runs out (seen on a fresh CI run): then the watchdog ends it.
+        let deep = script.contains("200000");
+        assert!(
+            e.contains("stack") || (deep && e.contains("was stopped")),
+            "{script}: {e}"
+        );
         assert_eq!(s.script("return 1 + 1").await?["result"], 2);
     }
     // Recursion within the limit works and the limit is an exception the script can catch.
