@@ -69,13 +69,11 @@ setup_rust() {
       || { say "adding $comp"; rustup component add "$comp"; }
   done
   if [ -z "${BG_PID[wasm-bindgen]:-}" ] && [ "$(wasm-bindgen --version 2>/dev/null | awk '{print $2}')" != "$WASM_BINDGEN_VERSION" ]; then
-    # It compiles beside the other installs and the worker's own compile, and is built to
-    # compile quickly (opt-level 1, no LTO): it runs for about a second per build either way.
+    # It compiles beside the other installs and the worker's own compile (5-6 min on 2 cores
+    # beside them; at opt-level 1 without LTO no quicker, measured on two fresh runs).
     say "installing wasm-bindgen-cli $WASM_BINDGEN_VERSION in the background (a few minutes, once; log: $(bg_log wasm-bindgen))"
     # --locked fails: a locked dependency version is no longer published.
-    bg_start wasm-bindgen env CARGO_PROFILE_RELEASE_OPT_LEVEL=1 CARGO_PROFILE_RELEASE_LTO=false \
-      CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 CARGO_PROFILE_RELEASE_DEBUG=false \
-      cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" --force
+    bg_start wasm-bindgen cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" --force
   fi
   if [ ! -x "$WASM_OPT" ] || [ "$("$WASM_OPT" --version 2>/dev/null | grep -o '[0-9]\+' | head -1)" != "${BINARYEN_VERSION%%.*}" ]; then
     have npm || { say "installing npm"; as_root apt-get update -qq; as_root apt-get install -y -qq npm; }
@@ -193,14 +191,18 @@ install_python_client() {
   "$PY_VENV/bin/pip" install -q --disable-pip-version-check --no-input "$ROOT/clients/python"
 }
 setup_python_client() {
+  # Already there, or waits for python3-venv's install (need_python_client makes it then).
+  if python_client_ok || ! system_ok venv; then return 0; fi
+  say "making $PY_VENV: pip install ./clients/python (in the background; log: $(bg_log pip))"
+  bg_start pip install_python_client
+}
+# The venv, ready: the background install's, or now (once python3-venv is installed).
+need_python_client() {
+  bg_wait pip
   python_client_ok && return 0
-  say "making $PY_VENV: pip install ./clients/python (log: $(bg_log pip))"
-  if system_ok venv; then
-    bg_start pip install_python_client
-  else
-    need_system venv
-    bg_start pip install_python_client
-  fi
+  need_system venv
+  say "making $PY_VENV: pip install ./clients/python"
+  install_python_client
 }
 
 # wasm-opt, at the level that makes each module's gzip smallest (measured on 8f0c1a2's
@@ -325,7 +327,7 @@ setup_nextest() {
 run_tests() {
   say "tests (unit, server, and headless Chromium end to end)"
   need_system chromium xvfb fleet
-  bg_wait pip
+  need_python_client
   # Only these crates have doc examples; the worker's and the sandbox's native libraries would
   # be built for nothing else.
   cargo test --doc -q -p browser-operator-e2e -p browser-operator-server -p browser-operator-protocol
@@ -368,7 +370,7 @@ cmd="${1:-help}"
 case "$cmd" in
   setup)
     setup_rust; setup_system wasm_cc chromium xvfb venv fleet; setup_python_client
-    need_system wasm_cc chromium xvfb venv fleet; bg_wait_all
+    need_system wasm_cc chromium xvfb venv fleet; need_python_client; bg_wait_all
     ;;
   build) setup_rust; setup_system wasm_cc; apply_brand; build_worker; build_server ;;
   brand) apply_brand ;;
