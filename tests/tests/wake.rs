@@ -151,7 +151,15 @@ async fn the_watchdog_starts_a_stopped_worker_again_without_the_alarm() -> Resul
 
     // A command in flight and one queued behind it (same tab): the first is answered with the
     // interruption error, the second with an error saying it did not run; neither runs again,
-    // and a command sent once the new worker is connected is answered.
+    // and a command sent once the new worker is connected is answered. A command that only
+    // reads, in flight on another tab (its entry is written after its tool started, not
+    // before), is answered too: it changed nothing and is safe to send again.
+    let created = backend.text("tabs_create_mcp", json!({})).await?;
+    let other: i64 = created
+        .strip_prefix("Created new tab. Tab ID: ")
+        .and_then(|r| r.lines().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{created}"));
     let sent_at = Instant::now();
     let spawn = |text: &'static str| {
         let caller = backend.caller();
@@ -164,19 +172,31 @@ async fn the_watchdog_starts_a_stopped_worker_again_without_the_alarm() -> Resul
     let slow = spawn("await new Promise(r => setTimeout(r, 4000)); window.__slow = (window.__slow || 0) + 1; 'slow done'");
     tokio::time::sleep(Duration::from_millis(100)).await;
     let queued = spawn("window.__queued = (window.__queued || 0) + 1; 'queued done'");
-    // Both received once the worker's stored delivery state lists the second as waiting.
+    let reading = {
+        let caller = backend.caller();
+        tokio::spawn(async move {
+            caller
+                .command(
+                    "computer",
+                    json!({"tabId": other, "action": "wait", "duration": 4}),
+                )
+                .await
+        })
+    };
+    // All received once the worker's stored delivery state lists the second as waiting and
+    // the read as reading.
     let worker = browser.worker().await?;
     let deadline = Instant::now() + WAIT;
     while worker
         .eval(
-            "chrome.storage.session.get(null).then((all) => Object.entries(all).filter(([k, v]) => k.startsWith('delivery.') && v?.s === 'queued').length)",
+            "chrome.storage.session.get(null).then((all) => Object.values(all).filter((v) => v?.s === 'queued' || v?.s === 'reading').map((v) => v.s).sort().join(' '))",
         )
         .await?
-        != json!(1)
+        != json!("queued reading")
     {
         assert!(
             Instant::now() < deadline,
-            "the second command never waited for its turn"
+            "the second command never waited for its turn, or the read was not stored"
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -199,6 +219,12 @@ async fn the_watchdog_starts_a_stopped_worker_again_without_the_alarm() -> Resul
     assert!(
         queued.contains("before this command's turn came") && queued.contains("it did not run"),
         "{queued}"
+    );
+    let reading = error_of(reading.await.map_err(|e| Error::new(e.to_string()))??);
+    assert!(
+        reading.contains("while this command read the page")
+            && reading.contains("safe to send again"),
+        "{reading}"
     );
     assert_eq!(restarted(&browser, &old).await?, "watchdog");
     // The page's own counts once the slow script's time is over: the interrupted command ran at

@@ -183,6 +183,22 @@ impl Checked {
         self.tool.name
     }
 
+    /// Whether running the command twice does no more than running it once: it only reads
+    /// the page or what was recorded of it (a screenshot, a zoom, a wait included), and clears
+    /// nothing. Delivery stores no entry for such a command before it runs (see
+    /// `session::delivery`).
+    pub fn only_reads(&self) -> bool {
+        let Some(access) = self.tool.tab else {
+            return false;
+        };
+        let clears = self.args.get("clear").and_then(Value::as_bool) == Some(true);
+        match access {
+            Access::Reads => !clears,
+            Access::Acts => !access.acts_on_page(self.tool.name, &self.args),
+            Access::Navigates | Access::Closes | Access::Selects => false,
+        }
+    }
+
     /// The rest of the path: group, the guards the tool's policy asks for, run.
     pub async fn run(self) -> Outcome {
         run_checked(self.tool, self.args).await

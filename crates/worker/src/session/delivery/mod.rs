@@ -52,6 +52,8 @@ struct Delivery {
     next_n: u64,
     /// Running ids still waiting for their tab's turn (not started).
     waiting: HashSet<String>,
+    /// Running ids of commands that only read ([`Checked::only_reads`]).
+    reading: HashSet<String>,
     /// Per tab, the last queued command: commands for one tab run in order.
     tab_tails: HashMap<i64, (u64, oneshot::Receiver<()>)>,
     next_seq: u64,
@@ -71,6 +73,7 @@ impl Default for Delivery {
             seen: SeenIds::new(SEEN_MAX),
             next_n: 0,
             waiting: HashSet::new(),
+            reading: HashSet::new(),
             tab_tails: HashMap::new(),
             next_seq: 0,
             in_flight: 0,
@@ -348,13 +351,20 @@ async fn run_command(cmd: Command, agent: Agent) {
     // no turn does nothing and is answered now: it is never stored (run again after a
     // restart, it answers the same), so it costs no write at all.
     let stored = waits || !matches!(checked, Err(Refused::Now(_)));
+    // A command that only reads changes nothing a second run would change again: its entry
+    // need not be stored before it acts, only soon, so that a restarted worker answers it.
+    let acts = !checked.as_ref().is_ok_and(Checked::only_reads);
+    if stored && !acts {
+        with(|d| d.reading.insert(id.clone()));
+    }
     let work = async {
-        // The id is stored (running, or waiting for its turn) before the tool starts, so a
-        // restarted worker never runs it again and can say whether it had started: issued
-        // here, ahead of the tool's first extension API call (see `store`).
+        // The id is stored (running, or waiting for its turn) once it is received, so a
+        // restarted worker never runs it again and says whether it had started. A command that
+        // acts has it in a write issued ahead of its tool's first extension API call (see
+        // `store`); one that only reads, in a write issued after that call, off its path.
         if stored {
             with(|d| d.touch(&id));
-            store::stored_before_acting().await;
+            store_entry(acts).await;
         }
         if let Some(previous) = previous {
             let _ = previous.await;
@@ -365,7 +375,7 @@ async fn run_command(cmd: Command, agent: Agent) {
                 d.touch(&id);
             });
             if checked.is_ok() {
-                store::stored_before_acting().await;
+                store_entry(acts).await;
             }
         }
         // Everything the command runs knows whose it is: its agent's group, and no other.
@@ -412,11 +422,23 @@ async fn run_command(cmd: Command, agent: Agent) {
         {
             d.touch(&cmd.id);
         }
+        d.reading.remove(&cmd.id);
         d.in_flight -= 1;
     });
     // Queued in the outbox (no connection): written at once.
     if !deliver(result) && stored {
         store::flush_later();
+    }
+}
+
+/// Stores a command's entry: before its tool's first extension API call when it acts
+/// (returns once the entry is in a write issued), else soon (returns at once; the write is
+/// issued when this task yields, which is at the tool's first call).
+async fn store_entry(acts: bool) {
+    if acts {
+        store::stored_before_acting().await;
+    } else {
+        store::flush_soon();
     }
 }
 

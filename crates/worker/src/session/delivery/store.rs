@@ -17,6 +17,10 @@
 //!   entry then goes in the next write, issued as soon as that one is answered, with
 //!   everything that changed meanwhile, so a stream of commands costs a few writes, not one
 //!   each, and Chrome is never handed more than it keeps up with.
+//! - A command that only reads has its entry (`reading`) written lazily, like what follows:
+//!   the write is issued when its task first yields, which is at its tool's first call. It
+//!   need not come first (run twice, such a command changes nothing), only be there for a
+//!   restarted worker to answer the id.
 //! - Everything else (finished commands' entries, the outbox) is written lazily ([`flush`]):
 //!   at once when no write is in flight, else when the last one is answered. A starting
 //!   command never waits behind such a write.
@@ -43,6 +47,8 @@ enum Stage {
     /// Received, waiting for its tab's turn: not started.
     Queued,
     Running,
+    /// Running, a command that only reads: run again, it would change nothing.
+    Reading,
     Done,
 }
 
@@ -61,6 +67,7 @@ impl Slot {
         let stage = match self.s {
             Stage::Queued => "queued",
             Stage::Running => "running",
+            Stage::Reading => "reading",
             Stage::Done => "done",
         };
         let o = js_sys::Object::new();
@@ -129,6 +136,7 @@ impl Delivery {
         let n = self.seen.number(id)?;
         let s = match self.seen.get(id)? {
             Seen::Running if self.waiting.contains(id) => Stage::Queued,
+            Seen::Running if self.reading.contains(id) => Stage::Reading,
             Seen::Running => Stage::Running,
             Seen::Done(_) => Stage::Done,
         };
@@ -303,10 +311,10 @@ async fn restore_once() {
                 d.store.dirty.remove(&id);
                 continue;
             }
-            let error = if slot.s == Stage::Running {
-                "The extension's service worker was stopped while this command ran; it may have partly happened and was not run again. Check the page state before retrying."
-            } else {
-                "The extension's service worker was stopped before this command's turn came (it waited behind earlier commands for the same tab); it did not run, and is safe to send again."
+            let error = match slot.s {
+                Stage::Running => "The extension's service worker was stopped while this command ran; it may have partly happened and was not run again. Check the page state before retrying.",
+                Stage::Reading => "The extension's service worker was stopped while this command read the page; it changes nothing, was not run again, and is safe to send again.",
+                Stage::Queued | Stage::Done => "The extension's service worker was stopped before this command's turn came (it waited behind earlier commands for the same tab); it did not run, and is safe to send again.",
             };
             let r = CommandResult::error(id.clone(), error);
             d.remember_as(&id, Seen::Done(Some(Box::new(r.clone()))), slot.n);
