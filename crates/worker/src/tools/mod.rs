@@ -418,8 +418,60 @@ pub fn bounded(text: String, max: usize) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{bounded, Access, TOOLS};
-    use serde_json::Value;
+    use super::{bounded, check, Access, TOOLS};
+    use serde_json::{json, Value};
+
+    /// Which commands delivery may store after their tool starts: those that, run twice, change
+    /// nothing more than once. Reading, looking and waiting do; acting, navigating, closing,
+    /// clearing what was recorded and every tool without a tab do not.
+    #[test]
+    fn only_reads_is_reading_looking_and_waiting() {
+        let reads = |tool: &str, args: Value| {
+            let Value::Object(args) = args else {
+                panic!("arguments are an object")
+            };
+            match check(tool, args) {
+                Ok(checked) => checked.only_reads(),
+                Err(_) => panic!("{tool}: its schema refused the arguments"),
+            }
+        };
+        for (tool, args) in [
+            ("get_page_text", json!({"tabId": 1})),
+            ("read_page", json!({"tabId": 1, "filter": "interactive"})),
+            ("find", json!({"tabId": 1, "query": "buy"})),
+            ("computer", json!({"tabId": 1, "action": "screenshot"})),
+            (
+                "computer",
+                json!({"tabId": 1, "action": "wait", "duration": 1}),
+            ),
+            ("read_console_messages", json!({"tabId": 1})),
+            ("read_network_requests", json!({"tabId": 1, "clear": false})),
+            ("btcp_interfaces", json!({"tabId": 1})),
+        ] {
+            assert!(reads(tool, args.clone()), "{tool} {args} only reads");
+        }
+        for (tool, args) in [
+            ("javascript_tool", json!({"tabId": 1, "text": "1"})),
+            (
+                "computer",
+                json!({"tabId": 1, "action": "left_click", "coordinate": [1, 1]}),
+            ),
+            (
+                "navigate",
+                json!({"tabId": 1, "url": "https://example.com"}),
+            ),
+            ("read_console_messages", json!({"tabId": 1, "clear": true})),
+            ("read_network_requests", json!({"tabId": 1, "clear": true})),
+            (
+                "btcp_call",
+                json!({"tabId": 1, "namespace": "n", "method": "m"}),
+            ),
+            ("tabs_context_mcp", json!({})),
+            ("tabs_create_mcp", json!({})),
+        ] {
+            assert!(!reads(tool, args.clone()), "{tool} {args} acts");
+        }
+    }
 
     /// The list and `catalog.json` name the same tools, each once: a tool without a handler (or
     /// a handler the catalog does not describe) fails here, not as `Unknown tool` at run time.
