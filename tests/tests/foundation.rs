@@ -91,12 +91,7 @@ async fn a_backend_drives_a_tab_in_the_automation_group() -> Result<()> {
     assert_eq!(vec![w, h], viewport);
 
     // A second tab joins the group.
-    let created = backend.text("tabs_create_mcp", json!({})).await?;
-    let new_tab: i64 = created
-        .strip_prefix("Created new tab. Tab ID: ")
-        .and_then(|r| r.lines().next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("{created}"));
+    let new_tab = backend.new_tab().await?;
     let ctx = tabs_context(&backend.text("tabs_context_mcp", json!({})).await?);
     let ids: Vec<i64> = ctx["availableTabs"]
         .as_array()

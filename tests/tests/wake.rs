@@ -154,12 +154,7 @@ async fn the_watchdog_starts_a_stopped_worker_again_without_the_alarm() -> Resul
     // and a command sent once the new worker is connected is answered. A command that only
     // reads, in flight on another tab (its entry is written after its tool started, not
     // before), is answered too: it changed nothing and is safe to send again.
-    let created = backend.text("tabs_create_mcp", json!({})).await?;
-    let other: i64 = created
-        .strip_prefix("Created new tab. Tab ID: ")
-        .and_then(|r| r.lines().next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("{created}"));
+    let other = backend.new_tab().await?;
     let sent_at = Instant::now();
     let spawn = |text: &'static str| {
         let caller = backend.caller();
