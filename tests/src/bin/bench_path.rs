@@ -12,7 +12,9 @@
 //!
 //! Run: `./build.sh build && cargo run --release -p browser-operator-e2e --bin bench_path --
 //! [ROUNDS] [TOOL] [ARGS_JSON] [PAGE]` (defaults: 100 `javascript_tool` `{"text":"1+1"}` on
-//! `bench/form.html`; `tabId` is added; PAGE is a fixture path).
+//! `bench/form.html`; `tabId` is added; PAGE is a fixture path). `TRANSPORT` picks the
+//! transport (default `websocket`): over the HTTP ones a poll's body read is a command's frame
+//! in and a result's POST its frame out, and each fetch is timed too.
 
 use browser_operator_e2e::Result;
 use serde_json::{json, Value};
@@ -64,12 +66,30 @@ const TRACE_JS: &str = r#"(() => {
   }
   const WS = self.WebSocket;
   const send = WS.prototype.send;
-  WS.prototype.send = function (d) { trace.push([now(), now(), "ws out", 0]); return send.call(this, d); };
+  WS.prototype.send = function (d) { trace.push([now(), now(), "frame out", 0]); return send.call(this, d); };
   function Traced(...a) {
     const w = new WS(...a);
-    w.addEventListener("message", () => trace.push([now(), now(), "ws in", 0]));
+    w.addEventListener("message", () => trace.push([now(), now(), "frame in", 0]));
     return w;
   }
+  // The HTTP transports: a poll's body read is a command's frame in, a POST a result's frame
+  // out; each fetch is timed to its headers.
+  const fetch0 = self.fetch;
+  self.fetch = function (url, init) {
+    const post = init && init.method === "POST";
+    const t0 = now();
+    if (post) trace.push([t0, t0, "frame out", 0]);
+    const p = fetch0.call(self, url, init);
+    const sync = now() - t0;
+    p.then(() => trace.push([t0, now(), post ? "fetch POST, to its answer" : "fetch GET, to its headers", sync]), () => {});
+    return p;
+  };
+  const text0 = Response.prototype.text;
+  Response.prototype.text = function () {
+    const p = text0.call(this);
+    p.then((t) => { if (t.includes('"commands"') && !t.includes('"commands":[]')) trace.push([now(), now(), "frame in", 0]); }, () => {});
+    return p;
+  };
   Traced.prototype = WS.prototype;
   for (const k of ["CONNECTING", "OPEN", "CLOSING", "CLOSED"]) Traced[k] = WS[k];
   self.WebSocket = Traced;
@@ -97,7 +117,8 @@ async fn main() -> Result<()> {
         .unwrap_or_else(|| json!({"text": "1+1"}));
     let page = argv.next().unwrap_or_else(|| "bench/form.html".into());
 
-    let (fixtures, mut backend, browser) = browser_operator_e2e::connected().await?;
+    let transport = std::env::var("TRANSPORT").unwrap_or_else(|_| "websocket".into());
+    let (fixtures, mut backend, browser) = browser_operator_e2e::connected_over(&transport).await?;
     let (tab, _) = backend.first_tab().await?;
     backend.navigate(tab, &fixtures.url(&page)).await?;
     args["tabId"] = json!(tab);
@@ -126,7 +147,7 @@ async fn main() -> Result<()> {
 
     // Each command: from its frame in to the next frame in (its result's frame out inside).
     let ins: Vec<usize> = (0..trace.len())
-        .filter(|&i| trace[i].2 == "ws in")
+        .filter(|&i| trace[i].2 == "frame in")
         .collect();
     let cycles: Vec<(usize, usize)> = ins
         .windows(2)
@@ -145,14 +166,14 @@ async fn main() -> Result<()> {
     let (mut total, mut before_first, mut after_last) = (Vec::new(), Vec::new(), Vec::new());
     for &(a, b) in &cycles {
         let t0 = trace[a].0;
-        let Some(out) = (a..b).find(|&i| trace[i].2 == "ws out") else {
+        let Some(out) = (a..b).find(|&i| trace[i].2 == "frame out") else {
             continue;
         };
         let sent = trace[out].0;
         total.push(sent - t0);
         let calls: Vec<_> = trace[a + 1..b]
             .iter()
-            .filter(|e| !e.2.starts_with("ws ") && !e.2.starts_with("event "))
+            .filter(|e| !e.2.starts_with("frame ") && !e.2.starts_with("event "))
             .collect();
         let on_path: Vec<_> = calls.iter().filter(|e| e.0 < sent).collect();
         if let Some(first) = on_path.first() {

@@ -220,13 +220,17 @@ fn issue(starting: bool) {
     });
 }
 
-/// [`flush`] once the current task yields: a burst of changes (results of commands that
-/// finished together) is written in one call. For changes no tool's act depends on.
+/// [`flush`] once the current task yields, after the tasks that run then (a result's POST
+/// among them): a burst of changes (results of commands that finished together) is written in
+/// one call. For changes no tool's act depends on.
 pub(super) fn flush_soon() {
     if with(|d| std::mem::replace(&mut d.store.flush_scheduled, true)) {
         return;
     }
-    spawn_local(async { flush() });
+    spawn_local(async {
+        crate::js::yield_now().await;
+        flush()
+    });
 }
 
 /// For a finished command's entry: written with the next command's entry while other commands
