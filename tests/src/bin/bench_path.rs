@@ -90,6 +90,16 @@ const TRACE_JS: &str = r#"(() => {
     p.then((t) => { if (t.includes('"commands"') && !t.includes('"commands":[]')) trace.push([now(), now(), "frame in", 0]); }, () => {});
     return p;
   };
+  // SSE: a chunk of the event stream that holds a command is its frame in.
+  const read0 = ReadableStreamDefaultReader.prototype.read;
+  const utf8 = new TextDecoder();
+  ReadableStreamDefaultReader.prototype.read = function () {
+    const p = read0.call(this);
+    p.then((r) => {
+      if (r && r.value && utf8.decode(r.value).includes('"tool"')) trace.push([now(), now(), "frame in", 0]);
+    }, () => {});
+    return p;
+  };
   Traced.prototype = WS.prototype;
   for (const k of ["CONNECTING", "OPEN", "CLOSING", "CLOSED"]) Traced[k] = WS[k];
   self.WebSocket = Traced;
@@ -235,13 +245,25 @@ async fn main() -> Result<()> {
           userGesture: true, objectGroup: "browser-operator-js", timeout: 10000}},
       }};
       const out = Object.fromEntries(Object.keys(kinds).map((k) => [k, []]));
-      for (let i = 0; i < {WARM_UP} + {rounds}; i++) for (const [k, params] of Object.entries(kinds)) {{
+      out["fetch POST"] = [];
+      out["fetch POST, its call alone"] = [];
+      for (let i = 0; i < {WARM_UP} + {rounds}; i++) {{
+        for (const [k, params] of Object.entries(kinds)) {{
+          const t = performance.now();
+          await chrome.debugger.sendCommand(tab, "Runtime.evaluate", params);
+          if (i >= {WARM_UP}) out[k].push(performance.now() - t);
+        }}
+        // The HTTP transports' result path: a POST the server refuses at once (no token).
         const t = performance.now();
-        await chrome.debugger.sendCommand(tab, "Runtime.evaluate", params);
-        if (i >= {WARM_UP}) out[k].push(performance.now() - t);
+        const p = fetch("http://{server}/bench-path-probe", {{method: "POST", body: "{{}}",
+          headers: {{"Content-Type": "application/json"}}, cache: "no-store", credentials: "omit"}});
+        const sync = performance.now() - t;
+        await (await p).text();
+        if (i >= {WARM_UP}) {{ out["fetch POST"].push(performance.now() - t); out["fetch POST, its call alone"].push(sync); }}
       }}
       return JSON.stringify(out);
-    }})()"#
+    }})()"#,
+        server = backend.addr()
     );
     let out = worker
         .call(
@@ -253,8 +275,39 @@ async fn main() -> Result<()> {
         serde_json::from_str(out["result"]["value"].as_str().unwrap_or("{}"))?;
     for (kind, times) in out {
         println!(
-            "chrome.debugger.sendCommand Runtime.evaluate \"1+1\" from the worker, {kind}: {:.2} ms (median)",
+            "from the worker, {}: {:.2} ms (median)",
+            if kind.starts_with("fetch") {
+                format!("{kind} to the server (refused: no token)")
+            } else {
+                format!("chrome.debugger.sendCommand Runtime.evaluate \"1+1\", {kind}")
+            },
             median(times)
+        );
+    }
+    // The same no-cors POST from the worker and from a web page (a tab outside the group): what
+    // the extension's own fetch costs beside a page's.
+    let fetches = format!(
+        r#"(async () => {{
+      const t = [];
+      for (let i = 0; i < {WARM_UP} + {rounds}; i++) {{
+        const t0 = performance.now();
+        await fetch("http://{server}/bench-path-probe", {{method: "POST", body: "x", mode: "no-cors",
+          cache: "no-store", credentials: "omit"}});
+        if (i >= {WARM_UP}) t.push(performance.now() - t0);
+      }}
+      t.sort((a, b) => a - b);
+      return t[t.length >> 1];
+    }})()"#,
+        server = backend.addr()
+    );
+    let page = browser.open_page(&fixtures.url("bench/form.html")).await?;
+    for (who, ms) in [
+        ("the worker", worker.eval(&fetches).await?),
+        ("a web page", page.eval(&fetches).await?),
+    ] {
+        println!(
+            "no-cors fetch POST to the server from {who}: {:.2} ms (median)",
+            ms.as_f64().unwrap_or(f64::NAN)
         );
     }
     browser.close().await?;
