@@ -308,7 +308,7 @@ impl Bench {
                 cdp,
             ));
         }
-        let floor = self.send_command_floor(warm, rounds).await?;
+        let (floor, fetch_floor) = self.send_command_floor(warm, rounds).await?;
         let ws_ours = self
             .rows
             .iter()
@@ -328,6 +328,25 @@ impl Bench {
             ));
         }
         self.push(row);
+        let sse_limit = self
+            .rows
+            .iter()
+            .find(|r| r.measure == "javascript_tool \"1+1\", SSE + HTTP")
+            .and_then(|r| r.baseline.as_ref())
+            .map(|b| b.1.median * 1.6);
+        let mut row = Row::new(
+            1,
+            "fetch POST to the server from the extension (the HTTP transports' floor)",
+            Unit::Ms,
+            fetch_floor,
+        );
+        if let Some(limit) = sse_limit {
+            row = row.note(format!(
+                "A POST the server refuses at once (no token), timed in the extension's Options page: over SSE + HTTP and long polling every result is one such request, against a limit of {} for the whole command over SSE + HTTP.",
+                report::value(Unit::Ms, limit)
+            ));
+        }
+        self.push(row);
         self.method.push(format!(
             "**1. Command latency.** On `{url}`, for each transport in turn (the extension \
              configured through its Options page, as a user does): {warm} warm-up rounds, then \
@@ -342,14 +361,16 @@ impl Bench {
              tab, attaches `chrome.debugger` to a tab of its own (`{url}` in a window of its own, \
              outside the group) and times {warm} + {rounds} `chrome.debugger.sendCommand` \
              `Runtime.evaluate` `1+1` calls one after another with `performance.now()` (the \
-             {warm} first untimed)."
+             {warm} first untimed); then as many `fetch` POSTs to the server, which it refuses \
+             at once (no token): the floor of a result over the HTTP transports."
         ));
         self.direct_websocket().await
     }
 
     /// `chrome.debugger.sendCommand(Runtime.evaluate "1+1")` timed from inside the extension
-    /// (its Options page), on a tab of its own: the floor of every CDP call the worker makes.
-    async fn send_command_floor(&self, warm: usize, rounds: usize) -> Result<Stat> {
+    /// (its Options page), on a tab of its own: the floor of every CDP call the worker makes;
+    /// and a `fetch` POST to the server from there: the floor of every result over HTTP.
+    async fn send_command_floor(&self, warm: usize, rounds: usize) -> Result<(Stat, Stat)> {
         let marker = "bench-send-command-floor";
         let url = format!("{}?{marker}", self.fixtures.url("bench/form.html"));
         let tab = self.browser.open_window(&url).await?;
@@ -372,19 +393,30 @@ impl Bench {
                   if (i >= {warm}) out.push(performance.now() - t);
                   if (r.result.value !== 2) throw new Error("1+1 gave " + JSON.stringify(r));
                 }}
-                return out;
+                // The HTTP transports' result path: one fetch POST, here one the server refuses
+                // at once (no token).
+                const fetches = [];
+                for (let i = 0; i < {total}; i++) {{
+                  const t = performance.now();
+                  const r = await fetch({probe}, {{method: "POST", body: "{{}}", cache: "no-store",
+                    credentials: "omit", headers: {{"Content-Type": "application/json"}}}});
+                  await r.text();
+                  if (i >= {warm}) fetches.push(performance.now() - t);
+                }}
+                return [out, fetches];
               }} finally {{
                 await chrome.debugger.detach(target);
               }}
             }})()"#,
             marker = Value::from(marker),
             total = warm + rounds,
+            probe = Value::from(format!("{}/bench-fetch-floor", self.server.http_url())),
         );
         let out = options.eval(&expr).await;
         let _ = options.call("Page.close", json!({})).await;
         let _ = tab.call("Page.close", json!({})).await;
-        let samples: Vec<f64> = serde_json::from_value(out?)?;
-        stat(&samples)
+        let (calls, fetches): (Vec<f64>, Vec<f64>) = serde_json::from_value(out?)?;
+        Ok((stat(&calls)?, stat(&fetches)?))
     }
 
     // 2. Screenshot vs one raw CDP capture of the same size and quality.
