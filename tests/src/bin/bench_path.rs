@@ -13,8 +13,10 @@
 //! Run: `./build.sh build && cargo run --release -p browser-operator-e2e --bin bench_path --
 //! [ROUNDS] [TOOL] [ARGS_JSON] [PAGE]` (defaults: 100 `javascript_tool` `{"text":"1+1"}` on
 //! `bench/form.html`; `tabId` is added; PAGE is a fixture path). `TRANSPORT` picks the
-//! transport (default `websocket`): over the HTTP ones a poll's body read is a command's frame
-//! in and a result's POST its frame out, and each fetch is timed too.
+//! transport (default `websocket`): over the HTTP ones a poll's body read (SSE: an event-stream
+//! chunk) is a command's frame in and a result's POST its frame out, and each fetch is timed too.
+//! Then the floors: `chrome.debugger.sendCommand` from the worker, and one fetch POST to the
+//! server from the worker and from a web page, alike.
 
 use browser_operator_e2e::Result;
 use serde_json::{json, Value};
@@ -245,25 +247,13 @@ async fn main() -> Result<()> {
           userGesture: true, objectGroup: "browser-operator-js", timeout: 10000}},
       }};
       const out = Object.fromEntries(Object.keys(kinds).map((k) => [k, []]));
-      out["fetch POST"] = [];
-      out["fetch POST, its call alone"] = [];
-      for (let i = 0; i < {WARM_UP} + {rounds}; i++) {{
-        for (const [k, params] of Object.entries(kinds)) {{
-          const t = performance.now();
-          await chrome.debugger.sendCommand(tab, "Runtime.evaluate", params);
-          if (i >= {WARM_UP}) out[k].push(performance.now() - t);
-        }}
-        // The HTTP transports' result path: a POST the server refuses at once (no token).
+      for (let i = 0; i < {WARM_UP} + {rounds}; i++) for (const [k, params] of Object.entries(kinds)) {{
         const t = performance.now();
-        const p = fetch("http://{server}/bench-path-probe", {{method: "POST", body: "{{}}",
-          headers: {{"Content-Type": "application/json"}}, cache: "no-store", credentials: "omit"}});
-        const sync = performance.now() - t;
-        await (await p).text();
-        if (i >= {WARM_UP}) {{ out["fetch POST"].push(performance.now() - t); out["fetch POST, its call alone"].push(sync); }}
+        await chrome.debugger.sendCommand(tab, "Runtime.evaluate", params);
+        if (i >= {WARM_UP}) out[k].push(performance.now() - t);
       }}
       return JSON.stringify(out);
-    }})()"#,
-        server = backend.addr()
+    }})()"#
     );
     let out = worker
         .call(
@@ -275,12 +265,7 @@ async fn main() -> Result<()> {
         serde_json::from_str(out["result"]["value"].as_str().unwrap_or("{}"))?;
     for (kind, times) in out {
         println!(
-            "from the worker, {}: {:.2} ms (median)",
-            if kind.starts_with("fetch") {
-                format!("{kind} to the server (refused: no token)")
-            } else {
-                format!("chrome.debugger.sendCommand Runtime.evaluate \"1+1\", {kind}")
-            },
+            "chrome.debugger.sendCommand Runtime.evaluate \"1+1\" from the worker, {kind}: {:.2} ms (median)",
             median(times)
         );
     }
