@@ -1,7 +1,11 @@
-// Pairing relay (isolated world, top frame of http(s) pages). Answers presence pings and
-// relays pair-offers to the worker, which validates again and waits for the user's click.
-// Only this page's own window, same-origin messages with the __browserOperator marker count;
-// the origin relayed is the event's, never one the message claims.
+// The extension's relay in the page (isolated world, top frame of http(s) pages).
+// Pairing: answers presence pings and relays pair-offers to the worker, which validates again
+// and waits for the user's click. Only this page's own window, same-origin messages with the
+// __browserOperator marker count; the origin relayed is the event's, never one the message
+// claims.
+// Page text: answers the worker's "pageText" message with pageText() (page-text.js, loaded
+// before this file into the same world), which is cheaper than carrying the text through
+// chrome.debugger.
 (() => {
   const MARK = "__browserOperator";
   const MAX_STRING = 4096;
@@ -74,4 +78,17 @@
   }
 
   window.addEventListener("message", onMessage);
+
+  // Only this extension reaches a content script's onMessage; the sender is checked anyway. A
+  // failure answers null, and the worker reads the page over CDP instead (which reports it).
+  chrome.runtime.onMessage.addListener((message, sender, reply) => {
+    if (sender.id !== chrome.runtime.id || !message || message.type !== "pageText") return;
+    let text = null;
+    try {
+      if (Number.isSafeInteger(message.max) && message.max > 0) text = pageText(message.max);
+    } catch {
+      text = null;
+    }
+    reply(text);
+  });
 })();

@@ -1,4 +1,5 @@
-//! The page-side JavaScript next to the tools (`src/**/*.js`), embedded without its comment lines
+//! The page-side JavaScript next to the tools (`src/**/*.js`, and `extension/page-text.js`, which
+//! is a content script too), embedded without its comment lines
 //! and indentation (the `page_js!` macro): the same code in two-thirds of the bytes (read_page.js
 //! 55.9 KB -> 38.6 KB), comments being for readers of the source. Only whole-line `//` comments
 //! and leading and trailing spaces go: line breaks stay (so does automatic semicolon insertion),
@@ -10,7 +11,10 @@ use std::path::Path;
 fn main() {
     let out = std::env::var("OUT_DIR").expect("cargo sets OUT_DIR");
     println!("cargo:rerun-if-changed=src");
-    copy_scripts(Path::new("src"), &Path::new(&out).join("js"));
+    let js = Path::new(&out).join("js");
+    copy_scripts(Path::new("src"), &js);
+    // get_page_text's reader is also a content script: it lives with the extension's files.
+    copy_script(Path::new("../../extension/page-text.js"), &js);
 }
 
 fn copy_scripts(dir: &Path, out: &Path) {
@@ -23,14 +27,19 @@ fn copy_scripts(dir: &Path, out: &Path) {
             println!("cargo:rerun-if-changed={}", path.display());
             copy_scripts(&path, &out.join(entry.file_name()));
         } else if path.extension().is_some_and(|e| e == "js") {
-            println!("cargo:rerun-if-changed={}", path.display());
-            let source = fs::read_to_string(&path)
-                .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
-            fs::create_dir_all(out).expect("creating OUT_DIR/js");
-            fs::write(out.join(entry.file_name()), strip(&source))
-                .unwrap_or_else(|e| panic!("writing {} to OUT_DIR: {e}", path.display()));
+            copy_script(&path, out);
         }
     }
+}
+
+fn copy_script(path: &Path, out: &Path) {
+    println!("cargo:rerun-if-changed={}", path.display());
+    let source =
+        fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    let name = path.file_name().expect("a script's path names a file");
+    fs::create_dir_all(out).expect("creating OUT_DIR/js");
+    fs::write(out.join(name), strip(&source))
+        .unwrap_or_else(|e| panic!("writing {} to OUT_DIR: {e}", path.display()));
 }
 
 fn strip(source: &str) -> String {

@@ -724,6 +724,41 @@ async fn bounds_filters_subtrees_and_page_text() -> Result<()> {
         "the end of the answer: {:?}",
         body.get(body.len().saturating_sub(80)..).unwrap_or(body)
     );
+
+    // The page's own scripts cannot change how its text is read (the reader runs in the
+    // extension's world): innerText redefined by the page changes nothing of the answer.
+    let seen = js(
+        &backend,
+        tab,
+        "document.body.innerHTML = `<p>The real text of the page.</p>`; Object.defineProperty(HTMLElement.prototype, 'innerText', {get() { return 'spoofed'; }}); document.body.innerText",
+    )
+    .await?;
+    assert_eq!(
+        seen, "spoofed",
+        "the page's scripts see their own innerText"
+    );
+    let text = backend.text("get_page_text", json!({"tabId": tab})).await?;
+    assert!(text.ends_with("\n\nThe real text of the page."), "{text}");
+
+    // A page the content script does not run in (about:blank, as a new tab opens): the same
+    // answer, read over CDP.
+    let blank = backend.new_tab().await?;
+    js(
+        &backend,
+        blank,
+        "document.title = 'Blank'; document.body.innerHTML = `<main>${'Blank page text. '.repeat(20)}</main>`; 1",
+    )
+    .await?;
+    let text = backend
+        .text("get_page_text", json!({"tabId": blank}))
+        .await?;
+    assert_eq!(
+        text,
+        format!(
+            "Title: Blank\nURL: about:blank\n\n{}",
+            ["Blank page text."; 20].join(" ")
+        )
+    );
     Ok(())
 }
 

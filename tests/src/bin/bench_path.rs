@@ -42,7 +42,7 @@ const TRACE_JS: &str = r#"(() => {
       "ungroup", "attach", "detach", "sendCommand", "getTargets", "setBadgeText",
       "setBadgeBackgroundColor", "setTitle", "executeScript", "getAll", "move",
       "updateSessionRules", "getSessionRules", "search", "getContexts", "getFrame", "getBadgeText",
-      "getPlatformInfo", "createDocument", "closeDocument"]) {
+      "getPlatformInfo", "createDocument", "closeDocument", "sendMessage"]) {
       const f = api[name];
       if (typeof f !== "function") continue;
       api[name] = function (...args) {
@@ -68,7 +68,13 @@ const TRACE_JS: &str = r#"(() => {
   }
   const WS = self.WebSocket;
   const send = WS.prototype.send;
-  WS.prototype.send = function (d) { trace.push([now(), now(), "frame out", 0]); return send.call(this, d); };
+  WS.prototype.send = function (d) {
+    const t0 = now();
+    trace.push([t0, t0, "frame out", 0]);
+    const r = send.call(this, d);
+    trace.push([t0, t0, "WebSocket send, frame out", now() - t0]);
+    return r;
+  };
   function Traced(...a) {
     const w = new WS(...a);
     w.addEventListener("message", () => trace.push([now(), now(), "frame in", 0]));

@@ -18,6 +18,12 @@ extern "C" {
     async fn remove_tab(tab_id: i32) -> Result<JsValue, JsValue>;
     #[wasm_bindgen(catch, js_namespace = ["chrome", "tabs"], js_name = group)]
     async fn group_tabs(options: &JsValue) -> Result<JsValue, JsValue>;
+    #[wasm_bindgen(catch, js_namespace = ["chrome", "tabs"], js_name = sendMessage)]
+    async fn send_message_to(
+        tab_id: i32,
+        message: &JsValue,
+        options: &JsValue,
+    ) -> Result<JsValue, JsValue>;
 }
 
 /// The fields of `tabs.Tab` the worker reads.
@@ -145,4 +151,15 @@ pub async fn group(tab_ids: &[i32], target: GroupTarget) -> Result<i32, String> 
 pub enum GroupTarget {
     Existing(i32),
     NewInWindow(i32),
+}
+
+/// Asks the extension's content script in a tab's top frame; its answer as the browser gives it.
+/// Fails at once when no content script listens there (a page it does not run in, or one loaded
+/// before the extension).
+pub async fn send_message(tab_id: i32, message: &JsValue) -> Result<JsValue, String> {
+    let top = js_sys::Object::new();
+    js_sys::Reflect::set(&top, &"frameId".into(), &0.into()).map_err(|e| fail("sendMessage", e))?;
+    send_message_to(tab_id, message, &top)
+        .await
+        .map_err(|e| fail("sendMessage", e))
 }

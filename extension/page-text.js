@@ -1,4 +1,9 @@
-function (max) {
+// get_page_text's reader: the whole answer, written in the page. One function, two callers:
+// as a content script it runs in the extension's isolated world of every http(s) page, where
+// content.js answers the worker's "pageText" message with it (the page's own scripts cannot
+// reach it there); for a page without the content script (about:blank, a tab loaded before the
+// extension), the worker evaluates the same source over CDP as `(source)(max)`.
+function pageText(max) {
   // The readable text: the longest main content region the page marks (over 200 characters),
   // else the body. innerText lays out and walks all it covers, so each region's text is read
   // once, and a region inside another is not read on its own: the outer one's text holds its
