@@ -305,7 +305,12 @@ package_zip() {
     sleep 0.2
   done
   kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true
-  rm -rf "$check" "$profile"
+  # Chromium's helper processes can outlive the main one for a moment and still write to the
+  # profile: a removal that meets them is tried again, and a leftover temp dir fails nothing.
+  for _ in 1 2 3 4 5 6 7 8 9 10; do
+    rm -rf "$check" "$profile" 2>/dev/null && break
+    sleep 0.2
+  done
   [ -n "$worker" ] || { echo "the packaged extension did not start its service worker in Chromium" >&2; exit 1; }
   say "$zip ($(wc -c <"$zip") bytes): loads in Chromium ($worker)"
   PACKAGE_ZIP="$zip"
