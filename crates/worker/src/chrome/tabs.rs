@@ -157,8 +157,7 @@ pub enum GroupTarget {
 /// Fails at once when no content script listens there (a page it does not run in, or one loaded
 /// before the extension).
 pub async fn send_message(tab_id: i32, message: &JsValue) -> Result<JsValue, String> {
-    let top = js_sys::Object::new();
-    js_sys::Reflect::set(&top, &"frameId".into(), &0.into()).map_err(|e| fail("sendMessage", e))?;
+    let top = to_js(&serde_json::json!({"frameId": 0}))?;
     send_message_to(tab_id, message, &top)
         .await
         .map_err(|e| fail("sendMessage", e))

@@ -14,7 +14,6 @@ use crate::tools::{typed, Access, Tool};
 use protocol::ToolResult;
 use serde::Deserialize;
 use serde_json::json;
-use wasm_bindgen::JsValue;
 
 pub const TOOL: Tool = Tool {
     name: "get_page_text",
@@ -61,14 +60,7 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
 /// page), and the caller reads it over CDP. A page that does not answer at all (a hung
 /// renderer) is an error at the bound a CDP call would have.
 async fn from_content_script(tab_id: i32) -> Result<Option<String>, String> {
-    let message = js_sys::Object::new();
-    for (key, value) in [
-        ("type", JsValue::from_str("pageText")),
-        ("max", JsValue::from_f64(MAX_TEXT_CHARS as f64)),
-    ] {
-        js_sys::Reflect::set(&message, &key.into(), &value)
-            .map_err(|e| crate::js::error_text(&e))?;
-    }
+    let message = crate::js::to_js(&json!({"type": "pageText", "max": MAX_TEXT_CHARS}))?;
     let asked = tabs::send_message(tab_id, &message);
     let answer = with_timeout(
         cdp::DEFAULT_TIMEOUT_MS,
