@@ -16,7 +16,10 @@
 //! transport (default `websocket`): over the HTTP ones a poll's body read (SSE: an event-stream
 //! chunk) is a command's frame in and a result's POST its frame out, and each fetch is timed too.
 //! Then the floors: `chrome.debugger.sendCommand` from the worker, and one fetch POST to the
-//! server from the worker and from a web page, alike.
+//! server from the worker and from a web page, alike. It prints the start of the last answer
+//! (so a `javascript_tool` that times something in the page reports its numbers), and
+//! `PROBE=<file.js>` evaluates that file in the worker at the end (`self.__probeTab` is the
+//! command's tab) and prints its value: one-off measurements of what the worker could do.
 
 use browser_operator_e2e::Result;
 use serde_json::{json, Value};
@@ -151,13 +154,17 @@ async fn main() -> Result<()> {
         .await?;
 
     let mut rtt = Vec::new();
+    let mut last = None;
     for i in 0..WARM_UP + rounds {
         let t = Instant::now();
-        backend.command(&tool, args.clone()).await?;
+        last = Some(backend.command(&tool, args.clone()).await?);
         if i >= WARM_UP {
             rtt.push(t.elapsed().as_secs_f64() * 1e3);
         }
     }
+    let last = serde_json::to_string(&last)?;
+    let cut = last.char_indices().nth(400).map_or(last.len(), |(i, _)| i);
+    println!("last answer ({} chars): {}", last.len(), &last[..cut]);
     let trace = worker.eval("JSON.stringify(self.__pathTrace)").await?;
     let mut trace: Vec<(f64, f64, String, f64)> =
         serde_json::from_str(trace.as_str().unwrap_or("[]"))?;
@@ -300,6 +307,13 @@ async fn main() -> Result<()> {
             "no-cors fetch POST to the server from {who}: {:.2} ms (median)",
             ms.as_f64().unwrap_or(f64::NAN)
         );
+    }
+    // PROBE: a file of JS evaluated in the worker at the end (`self.__probeTab` is the
+    // command's tab), its value printed: for one-off measurements of what the worker could do.
+    if let Ok(file) = std::env::var("PROBE") {
+        let source = std::fs::read_to_string(&file)?;
+        worker.eval(&format!("self.__probeTab = {tab};")).await?;
+        println!("probe {file}: {}", worker.eval(&source).await?);
     }
     browser.close().await?;
     Ok(())
