@@ -164,7 +164,11 @@ async fn main() -> Result<()> {
     }
     let last = serde_json::to_string(&last)?;
     let cut = last.char_indices().nth(400).map_or(last.len(), |(i, _)| i);
-    println!("last answer ({} chars): {}", last.len(), &last[..cut]);
+    println!(
+        "last answer ({} bytes of JSON): {}",
+        last.len(),
+        &last[..cut]
+    );
     let trace = worker.eval("JSON.stringify(self.__pathTrace)").await?;
     let mut trace: Vec<(f64, f64, String, f64)> =
         serde_json::from_str(trace.as_str().unwrap_or("[]"))?;
@@ -308,8 +312,7 @@ async fn main() -> Result<()> {
             ms.as_f64().unwrap_or(f64::NAN)
         );
     }
-    // PROBE: a file of JS evaluated in the worker at the end (`self.__probeTab` is the
-    // command's tab), its value printed: for one-off measurements of what the worker could do.
+    // PROBE (the module doc says what for).
     if let Ok(file) = std::env::var("PROBE") {
         let source = std::fs::read_to_string(&file)?;
         worker.eval(&format!("self.__probeTab = {tab};")).await?;
