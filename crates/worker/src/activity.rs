@@ -7,8 +7,8 @@
 use crate::chrome::storage::{self, Area};
 use crate::chrome::{action, tab_groups};
 use crate::js::{log, now_ms, sleep_ms};
+use crate::vec_map::{VecMap, VecSet};
 use std::cell::RefCell;
-use std::collections::{HashMap, HashSet};
 use wasm_bindgen_futures::spawn_local;
 
 /// What a group's title starts with while the agent acts on one of its tabs.
@@ -31,10 +31,10 @@ struct TabSign {
 #[derive(Default)]
 struct Signs {
     /// The tabs that should show the sign, with their group.
-    wanted: HashMap<i32, TabSign>,
+    wanted: VecMap<i32, TabSign>,
     /// What the browser shows (or is being told to show).
-    shown_tabs: HashSet<i32>,
-    shown_groups: HashSet<i32>,
+    shown_tabs: VecSet<i32>,
+    shown_groups: VecSet<i32>,
     /// The task that makes the browser match `wanted` is running.
     applying: bool,
 }
@@ -128,7 +128,7 @@ enum Step {
 }
 
 fn next_step(s: &mut Signs) -> Option<Step> {
-    let wanted_groups: HashSet<i32> = s.wanted.values().map(|t| t.group).collect();
+    let wanted_groups: VecSet<i32> = s.wanted.values().map(|t| t.group).collect();
     let step = if let Some(t) = s.wanted.keys().find(|t| !s.shown_tabs.contains(t)) {
         Step::ShowTab(*t)
     } else if let Some(g) = wanted_groups.iter().find(|g| !s.shown_groups.contains(g)) {

@@ -3,8 +3,8 @@
 //! agent's tab group look (title and colour), registered by the session for its connections.
 
 use crate::brand::brand;
+use crate::vec_map::VecMap;
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -61,7 +61,7 @@ pub struct GroupLook {
 thread_local! {
     static CURRENT: RefCell<Agent> = RefCell::new(Agent::default());
     /// Per connection (other than the primary), its group's look.
-    static LOOKS: RefCell<HashMap<u32, GroupLook>> = RefCell::new(HashMap::new());
+    static LOOKS: RefCell<VecMap<u32, GroupLook>> = const { RefCell::new(VecMap::new()) };
     /// Named agents in the order first seen: each gets its own colour.
     static NAMED: RefCell<Vec<Agent>> = const { RefCell::new(Vec::new()) };
 }

@@ -11,17 +11,17 @@
 //! command, or when a navigation commits) is `boundary_guard`'s, above `cdp`.
 
 use crate::chrome::tabs::{self, Tab};
+use crate::vec_map::VecMap;
 use protocol::url_policy::Refusal;
 use serde_json::Value;
 use std::cell::RefCell;
-use std::collections::HashMap;
 
 #[derive(Default)]
 struct Known {
     /// Tabs known to show (or to be committing) a refused page: the rule and the URL.
-    refused: HashMap<i32, (Refusal, String)>,
+    refused: VecMap<i32, (Refusal, String)>,
     /// Each attached tab's main frame id, learnt from its navigations.
-    main_frame: HashMap<i32, String>,
+    main_frame: VecMap<i32, String>,
 }
 
 thread_local! {

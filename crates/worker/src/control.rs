@@ -5,10 +5,10 @@
 
 use crate::chrome::storage::{self, Area};
 use crate::js::log;
+use crate::vec_map::VecMap;
 use futures_channel::oneshot;
 use futures_util::future::{select, Either};
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 use std::future::Future;
 
 const PAUSED_KEY: &str = "paused";
@@ -40,7 +40,7 @@ thread_local! {
     /// Whether the person paused the browser (`None`: not read from storage yet).
     static IS_PAUSED: Cell<Option<bool>> = const { Cell::new(None) };
     /// The commands that Stop ends now: running, or waiting for their tab's turn.
-    static RUNNING: RefCell<HashMap<u64, oneshot::Sender<()>>> = RefCell::new(HashMap::new());
+    static RUNNING: RefCell<VecMap<u64, oneshot::Sender<()>>> = const { RefCell::new(VecMap::new()) };
     static NEXT: Cell<u64> = const { Cell::new(0) };
 }
 

@@ -13,9 +13,9 @@
 
 use crate::chrome::{debugger, tabs};
 use crate::js::{log, now_ms, sleep_ms, with_timeout};
+use crate::vec_map::{VecMap, VecSet};
 use serde_json::{json, Value};
 use std::cell::{Cell, RefCell};
-use std::collections::{HashMap, HashSet};
 
 /// How long after the attach (or the tab's creation) the change may come. On a quiet machine the
 /// slowest seen was 268 ms; on a 2-core CI machine running three browsers at once the bar once
@@ -46,12 +46,12 @@ thread_local! {
     /// When the bar is due on every window's active tab (an attach that may show it).
     static BAR_DUE: Cell<f64> = const { Cell::new(0.0) };
     /// Tabs created lately, by the worker's clock.
-    static CREATED: RefCell<HashMap<i32, f64>> = RefCell::new(HashMap::new());
+    static CREATED: RefCell<VecMap<i32, f64>> = const { RefCell::new(VecMap::new()) };
     /// Tabs whose viewport is being settled: other callers wait for it.
-    static SETTLING: RefCell<HashSet<i32>> = RefCell::new(HashSet::new());
+    static SETTLING: RefCell<VecSet<i32>> = const { RefCell::new(VecSet::new()) };
     static QUIET: Cell<u32> = const { Cell::new(0) };
     /// Per tab, until when a navigation may still move its viewport.
-    static NAVIGATED: RefCell<HashMap<i32, f64>> = RefCell::new(HashMap::new());
+    static NAVIGATED: RefCell<VecMap<i32, f64>> = const { RefCell::new(VecMap::new()) };
 }
 
 /// The tab's top frame committed a navigation or fired its load event (CDP `Page` events; the

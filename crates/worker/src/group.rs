@@ -8,19 +8,19 @@ use crate::chrome::storage::{self, Area};
 use crate::chrome::tab_groups::{self, Look};
 use crate::chrome::tabs::{self, GroupTarget, Tab};
 use crate::chrome::windows;
+use crate::vec_map::VecMap;
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 
 const GROUP_KEY: &str = "groupId";
 
 thread_local! {
     /// Per agent (by `Agent::key`), the group id last found or created; Chrome never reuses a
     /// group id within a session.
-    static KNOWN: RefCell<HashMap<String, i32>> = RefCell::new(HashMap::new());
+    static KNOWN: RefCell<VecMap<String, i32>> = const { RefCell::new(VecMap::new()) };
     /// The agents' group tabs as Chrome last reported them: from `chrome.tabs.get` in `check_tab`,
     /// replaced by every `chrome.tabs.onUpdated` (which carries the whole tab), dropped when
     /// the tab leaves the groups, closes, is replaced or moves to another window.
-    static REPORTED: RefCell<HashMap<i32, Tab>> = RefCell::new(HashMap::new());
+    static REPORTED: RefCell<VecMap<i32, Tab>> = const { RefCell::new(VecMap::new()) };
     /// Bumped by every tab event: a `chrome.tabs.get` answered before an event that came in
     /// while it was awaited is older than that event and is not recorded.
     static EVENTS: Cell<u64> = const { Cell::new(0) };

@@ -4,9 +4,10 @@
 //! upload_image finds them after a worker restart. Also reads an image's size from its header.
 
 use crate::chrome::storage::{self, Area};
+use crate::vec_map::VecMap;
 use serde::{Deserialize, Serialize};
 use std::cell::{Cell, RefCell};
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::rc::Rc;
 
 /// Images kept per tab for upload_image.
@@ -28,7 +29,7 @@ type Kept = (String, Rc<Image>);
 
 thread_local! {
     static NEXT_IMAGE: Cell<u32> = const { Cell::new(1) };
-    static IMAGES: RefCell<HashMap<i32, VecDeque<Kept>>> = RefCell::new(HashMap::new());
+    static IMAGES: RefCell<VecMap<i32, VecDeque<Kept>>> = const { RefCell::new(VecMap::new()) };
     /// What chrome.storage.session holds, oldest first; `None` until read.
     static STORED: RefCell<Option<Vec<StoredImage>>> = const { RefCell::new(None) };
     /// One writer at a time, so the stored index never goes back.

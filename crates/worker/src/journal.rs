@@ -10,11 +10,12 @@
 
 use crate::chrome::storage::{self, Area};
 use crate::js::{log, now_ms, sleep_ms};
+use crate::vec_map::VecSet;
 use protocol::Outcome;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::cell::RefCell;
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
 use wasm_bindgen_futures::spawn_local;
 
 /// Slot `n` of the ring is `activityLog.n`.
@@ -103,7 +104,7 @@ struct Journal {
     restored: bool,
     write_scheduled: bool,
     /// Tabs whose last command put text into a password field (said by its handler).
-    secret: HashSet<i64>,
+    secret: VecSet<i64>,
 }
 
 thread_local! {

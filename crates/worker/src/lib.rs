@@ -28,6 +28,7 @@ mod policy;
 mod session;
 mod tools;
 mod transport;
+mod vec_map;
 mod watchdog;
 
 use wasm_bindgen::prelude::*;

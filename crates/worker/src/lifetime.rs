@@ -5,8 +5,8 @@
 use crate::cdp::{self, idle, record};
 use crate::chrome::debugger;
 use crate::chrome::tabs::{self, GroupTarget};
+use crate::vec_map::VecSet;
 use crate::{active, boundary, debugging_bar, geometry, group, isolated_world, js, policy, tools};
-use std::collections::HashSet;
 
 /// Everything the worker keeps of a tab, in every module, forgotten in one call: the tab closed
 /// or left the automation group. A store added anywhere is forgotten here, and listed in
@@ -157,7 +157,7 @@ pub async fn idle_alarm() {
     if idle::watching() {
         return;
     }
-    let in_group: HashSet<i32> = group::all_tabs()
+    let in_group: VecSet<i32> = group::all_tabs()
         .await
         .unwrap_or_default()
         .into_iter()

@@ -7,12 +7,12 @@ use crate::chrome::action;
 use crate::chrome::storage::{self, Area};
 use crate::js::{log, now_ms};
 use crate::session;
+use crate::vec_map::VecMap;
 use futures_util::lock::Mutex;
 use protocol::pairing::is_web_origin;
 use protocol::{ConfigError, PairOffer, ParkedOffer};
 use serde_json::Value;
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::rc::Rc;
 
 const OFFER_KEY: &str = "pairOffer";
@@ -20,7 +20,7 @@ const OFFER_KEY: &str = "pairOffer";
 const OFFERS_PER_MINUTE: usize = 10;
 
 thread_local! {
-    static RECENT: RefCell<HashMap<String, Vec<f64>>> = RefCell::new(HashMap::new());
+    static RECENT: RefCell<VecMap<String, Vec<f64>>> = const { RefCell::new(VecMap::new()) };
     /// Offers are handled one at a time: each reads, changes and writes the parked offer, and
     /// a page posts many at once.
     static ONE_AT_A_TIME: Rc<Mutex<()>> = Rc::new(Mutex::new(()));

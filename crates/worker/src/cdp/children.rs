@@ -5,9 +5,9 @@
 
 use super::events::Event;
 use super::Target;
+use crate::vec_map::VecMap;
 use serde_json::{json, Value};
 use std::cell::RefCell;
-use std::collections::HashMap;
 
 /// A child session: an out-of-process iframe of the tab.
 struct Child {
@@ -19,7 +19,7 @@ struct Child {
 }
 
 thread_local! {
-    static CHILDREN: RefCell<HashMap<i32, Vec<Child>>> = RefCell::new(HashMap::new());
+    static CHILDREN: RefCell<VecMap<i32, Vec<Child>>> = const { RefCell::new(VecMap::new()) };
 }
 
 /// `Target.setAutoAttach` for iframes, flattened.

@@ -15,11 +15,11 @@ use crate::cdp::{self, record};
 use crate::chrome::storage::{self, Area};
 use crate::chrome::{alarms, debugger};
 use crate::js::{log, now_ms, sleep_ms, within};
+use crate::vec_map::{VecMap, VecSet};
 use futures_channel::oneshot;
 use futures_util::future::select;
 use serde::{Deserialize, Serialize};
 use std::cell::{Cell, RefCell};
-use std::collections::{HashMap, HashSet};
 
 pub const ALARM: &str = "debugger-idle";
 pub const SETTING_KEY: &str = "debuggerIdleSeconds";
@@ -36,8 +36,8 @@ struct Use {
 }
 
 thread_local! {
-    static TABS: RefCell<HashMap<i32, Use>> = RefCell::new(HashMap::new());
-    static DETACHING: RefCell<HashSet<i32>> = RefCell::new(HashSet::new());
+    static TABS: RefCell<VecMap<i32, Use>> = const { RefCell::new(VecMap::new()) };
+    static DETACHING: RefCell<VecSet<i32>> = const { RefCell::new(VecSet::new()) };
     static WATCHING: Cell<bool> = const { Cell::new(false) };
     /// Wakes the watch early (the setting changed).
     static WAKE: RefCell<Option<oneshot::Sender<()>>> = const { RefCell::new(None) };

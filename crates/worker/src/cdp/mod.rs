@@ -15,17 +15,17 @@ pub use error::{thrown, thrown_js, Error, Exception};
 
 use crate::chrome::debugger;
 use crate::js::{sleep_ms, within};
+use crate::vec_map::VecSet;
 use futures_util::future::{select, Either};
 use serde_json::{json, Value};
 use std::cell::RefCell;
-use std::collections::HashSet;
 use wasm_bindgen::JsValue;
 
 /// Bound for one CDP call unless the caller gives its own.
 pub const DEFAULT_TIMEOUT_MS: u32 = 10_000;
 
 thread_local! {
-    static ATTACHED: RefCell<HashSet<i32>> = RefCell::new(HashSet::new());
+    static ATTACHED: RefCell<VecSet<i32>> = const { RefCell::new(VecSet::new()) };
 }
 
 /// Whether a call waits for the viewport Chrome's debugging bar is about to change after an

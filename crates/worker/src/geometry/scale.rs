@@ -5,13 +5,13 @@
 //! answered, not before), so a restarted worker reads coordinates as the agent meant them.
 
 use crate::chrome::storage::{self, Area};
+use crate::vec_map::VecMap;
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 
 const SCALES_KEY: &str = "coordScales";
 
 thread_local! {
-    static SCALE: RefCell<HashMap<i32, f64>> = RefCell::new(HashMap::new());
+    static SCALE: RefCell<VecMap<i32, f64>> = const { RefCell::new(VecMap::new()) };
     /// The stored ratios were read (once per worker start).
     static LOADED: Cell<bool> = const { Cell::new(false) };
 }
@@ -21,15 +21,18 @@ pub async fn load() {
     if LOADED.with(|l| l.replace(true)) {
         return;
     }
-    let stored: HashMap<String, f64> = storage::get(Area::Session, SCALES_KEY)
-        .await
-        .ok()
-        .flatten()
-        .unwrap_or_default();
+    // Stored as a JSON object of tab id to ratio, read as JSON values: the types the worker
+    // already reads everything else with, not a map type of its own.
+    let stored: serde_json::Map<String, serde_json::Value> =
+        storage::get(Area::Session, SCALES_KEY)
+            .await
+            .ok()
+            .flatten()
+            .unwrap_or_default();
     SCALE.with(|s| {
         let mut s = s.borrow_mut();
         for (tab, scale) in stored {
-            if let Ok(tab) = tab.parse::<i32>() {
+            if let (Ok(tab), Some(scale)) = (tab.parse::<i32>(), scale.as_f64()) {
                 // A screenshot taken meanwhile wins.
                 s.entry(tab).or_insert(scale);
             }
@@ -65,10 +68,10 @@ pub fn forget(tab: i32) {
 
 /// Writes the ratios, off the caller's path.
 fn store() {
-    let all: HashMap<String, f64> = SCALE.with(|s| {
+    let all: serde_json::Map<String, serde_json::Value> = SCALE.with(|s| {
         s.borrow()
             .iter()
-            .map(|(t, v)| (t.to_string(), *v))
+            .map(|(t, v)| (t.to_string(), (*v).into()))
             .collect()
     });
     wasm_bindgen_futures::spawn_local(async move {

@@ -10,10 +10,11 @@
 
 use crate::cdp::{self, Target};
 use crate::chrome::storage::{self, Area};
+use crate::vec_map::VecMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::cell::RefCell;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 /// A document: a frame and the load that put it there. The debugger session it lives in (`None`:
 /// the tab's own) is where it is now, not part of its identity.
@@ -69,7 +70,7 @@ impl Table {
     }
 
     /// Forgets documents that are no longer loaded in their frame.
-    fn prune(&mut self, live: &HashMap<String, String>) {
+    fn prune(&mut self, live: &VecMap<String, String>) {
         let before = self.docs.len();
         self.docs
             .retain(|_, d| live.get(&d.frame).is_some_and(|l| *l == d.loader));
@@ -80,7 +81,7 @@ impl Table {
 }
 
 thread_local! {
-    pub(super) static TABLES: RefCell<HashMap<i32, Table>> = RefCell::new(HashMap::new());
+    pub(super) static TABLES: RefCell<VecMap<i32, Table>> = const { RefCell::new(VecMap::new()) };
 }
 
 fn storage_key(tab: i32) -> String {
@@ -157,7 +158,7 @@ pub fn noted(tab: i32, naming: &Naming, next: u32) {
 
 /// Call before a snapshot: loads the table (after a worker restart) and drops documents that are
 /// gone. `live` maps frame id to its current loader id.
-pub async fn begin(tab: i32, live: &HashMap<String, String>) {
+pub async fn begin(tab: i32, live: &VecMap<String, String>) {
     load(tab).await;
     TABLES.with(|t| {
         if let Some(table) = t.borrow_mut().get_mut(&tab) {
@@ -261,7 +262,7 @@ mod tests {
         assert_eq!(table.assign(&d("F", "L1")), a);
         let b = table.assign(&d("F", "L2"));
         assert_ne!(a, b);
-        table.prune(&HashMap::from([("F".to_string(), "L2".to_string())]));
+        table.prune(&[("F".to_string(), "L2".to_string())].into_iter().collect());
         assert_eq!(table.docs.len(), 1);
         let saved = serde_json::to_string(&table).expect("a table serializes");
         let back: Table = serde_json::from_str(&saved).expect("a saved table loads");

@@ -12,9 +12,9 @@ pub use documents::{begin, commit, frames, naming, noted, Doc};
 pub use refs::{resolve, stale};
 
 use crate::cdp::{self, Error, Target};
+use crate::vec_map::VecMap;
 use serde_json::{json, Value};
 use std::cell::RefCell;
-use std::collections::HashMap;
 
 /// The isolated world's name: the same name finds the same world again.
 const WORLD: &str = "browser-operator";
@@ -48,7 +48,7 @@ struct Known {
 }
 
 thread_local! {
-    static CONTEXTS: RefCell<HashMap<i32, Vec<Known>>> = RefCell::new(HashMap::new());
+    static CONTEXTS: RefCell<VecMap<i32, Vec<Known>>> = const { RefCell::new(VecMap::new()) };
 }
 
 /// At most this many documents' contexts are kept per tab (frames come and go).

@@ -98,8 +98,8 @@ thread_local! {
     /// Calls of [`ready`] waiting for the load under way.
     static WAITING: RefCell<Vec<futures_channel::oneshot::Sender<()>>> = const { RefCell::new(Vec::new()) };
     /// Each tab's last navigation the rules refused: its address, and when.
-    static LAST_REFUSED: RefCell<std::collections::HashMap<i32, (String, f64)>> =
-        RefCell::new(std::collections::HashMap::new());
+    static LAST_REFUSED: RefCell<crate::vec_map::VecMap<i32, (String, f64)>> =
+        const { RefCell::new(crate::vec_map::VecMap::new()) };
 }
 
 /// The policies are in memory (loaded from storage at the first call of this worker; the

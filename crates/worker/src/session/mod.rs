@@ -14,12 +14,12 @@ use crate::chrome::storage::{self, Area};
 use crate::chrome::{alarms, runtime};
 use crate::js::{log, sleep_ms};
 use crate::transport::{self, Ended, Handoff};
+use crate::vec_map::VecMap;
 use crate::watchdog;
 use futures_channel::mpsc;
 use futures_util::lock::Mutex;
 use protocol::{CommandResult, ConfigError, ConnectionConfig, Transport};
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::rc::Rc;
 use wasm_bindgen_futures::spawn_local;
 
@@ -44,7 +44,7 @@ struct Session {
 
 thread_local! {
     /// Per connection (0: the first).
-    static SESSIONS: RefCell<HashMap<u32, Session>> = RefCell::new(HashMap::new());
+    static SESSIONS: RefCell<VecMap<u32, Session>> = const { RefCell::new(VecMap::new()) };
     /// Changes to the list of connections are made one at a time.
     static LIST_LOCK: Rc<Mutex<()>> = Rc::new(Mutex::new(()));
 }

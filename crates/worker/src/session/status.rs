@@ -5,9 +5,9 @@
 
 use crate::chrome::storage::{self, Area};
 use crate::js::{log, now_ms};
+use crate::vec_map::VecMap;
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
-use std::collections::HashMap;
 use wasm_bindgen_futures::spawn_local;
 
 const STATUS_KEY: &str = "status";
@@ -31,7 +31,7 @@ pub struct Status {
 
 thread_local! {
     /// Per connection, the state of the status last set.
-    static STATE: RefCell<HashMap<u32, State>> = RefCell::new(HashMap::new());
+    static STATE: RefCell<VecMap<u32, State>> = const { RefCell::new(VecMap::new()) };
 }
 
 /// Where connection `conn`'s status is stored.

@@ -44,7 +44,7 @@ pub async fn run() -> Result<ToolResult, String> {
     };
     let active = active::among(&tabs).await;
     // Another agent's tabs' changes are its own report's (asked only when there are others).
-    let mut others = std::collections::HashSet::new();
+    let mut others = crate::vec_map::VecSet::new();
     for g in group::known_groups() {
         if Some(g) != mine {
             others.extend(group::tabs_of(g).await?.into_iter().filter_map(|t| t.id));

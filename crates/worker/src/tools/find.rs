@@ -8,10 +8,10 @@ use crate::cdp::{self, Target};
 use crate::geometry::scale as coords;
 use crate::isolated_world::{self as world, Doc};
 use crate::tools::{typed, Access, Tool};
+use crate::vec_map::VecMap;
 use protocol::ToolResult;
 use serde::Deserialize;
 use serde_json::{json, Value};
-use std::collections::HashMap;
 
 pub const TOOL: Tool = Tool {
     name: "find",
@@ -72,7 +72,7 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
         return Err("Invalid argument `query`: it must not be empty.".into());
     }
     let frames = world::frames(tab).await?;
-    let live: HashMap<String, String> = frames
+    let live: VecMap<String, String> = frames
         .iter()
         .map(|d| (d.frame.clone(), d.loader.clone()))
         .collect();

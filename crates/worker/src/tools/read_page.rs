@@ -7,11 +7,11 @@
 use crate::cdp::{self, Target};
 use crate::isolated_world::{self as world, Doc};
 use crate::tools::{typed, Access, Tool};
+use crate::vec_map::VecMap;
 use protocol::ToolResult;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::cell::RefCell;
-use std::collections::HashMap;
 
 pub const TOOL: Tool = Tool {
     name: "read_page",
@@ -24,7 +24,7 @@ thread_local! {
     /// Each document's last whole rendering (every element, from the top), by tab, frame and
     /// load, with the page's token for it. The page keeps its own and what it was made from;
     /// while none of that changed it answers `same` instead of sending the text again.
-    static KEPT: RefCell<HashMap<(i32, String, String), Rendered>> = RefCell::new(HashMap::new());
+    static KEPT: RefCell<VecMap<(i32, String, String), Rendered>> = const { RefCell::new(VecMap::new()) };
 }
 
 /// Forgets a closed tab's kept renderings.

@@ -52,8 +52,8 @@ pub const LOOP_WINDOW_MS: f64 = 10_000.0;
 
 thread_local! {
     /// When the policy answered each tab's recent dialogs.
-    static ANSWERED: std::cell::RefCell<std::collections::HashMap<i32, std::collections::VecDeque<f64>>> =
-        std::cell::RefCell::new(std::collections::HashMap::new());
+    static ANSWERED: std::cell::RefCell<crate::vec_map::VecMap<i32, std::collections::VecDeque<f64>>> =
+        const { std::cell::RefCell::new(crate::vec_map::VecMap::new()) };
 }
 
 /// How the policy answers a dialog that opens on the tab now, if it does: not when it asks,

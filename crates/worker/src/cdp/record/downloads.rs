@@ -7,7 +7,7 @@
 use crate::cdp::events::Event;
 use crate::changes::Change;
 use crate::chrome::downloads;
-use std::collections::HashMap;
+use crate::vec_map::VecMap;
 
 /// A download not heard of for this long no longer holds the debugger.
 const DOWNLOAD_QUIET_MS: f64 = 10.0 * 60_000.0;
@@ -23,7 +23,7 @@ pub struct Active {
 
 /// Downloads in progress, by guid.
 #[derive(Default)]
-pub struct Downloads(pub HashMap<String, Active>);
+pub struct Downloads(pub VecMap<String, Active>);
 
 /// What a download event means for the state report: a change now, or one to complete first
 /// (asking chrome.downloads).

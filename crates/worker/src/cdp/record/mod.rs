@@ -22,9 +22,9 @@ pub use dialogs::Dialog;
 pub use network::{Gap, Request, TimedResource};
 
 use crate::cdp::{self, events::Event};
+use crate::vec_map::{VecMap, VecSet};
 use serde_json::{json, Value};
 use std::cell::RefCell;
-use std::collections::{HashMap, HashSet};
 use wasm_bindgen_futures::spawn_local;
 
 /// How long a page may take to answer `Page.enable` before it counts as blocked.
@@ -41,9 +41,9 @@ struct Recording {
 }
 
 thread_local! {
-    static TABS: RefCell<HashMap<i32, Recording>> = RefCell::new(HashMap::new());
+    static TABS: RefCell<VecMap<i32, Recording>> = const { RefCell::new(VecMap::new()) };
     /// Tabs whose recording is being started: a second caller waits for the first.
-    static STARTING: RefCell<HashSet<i32>> = RefCell::new(HashSet::new());
+    static STARTING: RefCell<VecSet<i32>> = const { RefCell::new(VecSet::new()) };
 }
 
 fn with<R>(tab: i32, f: impl FnOnce(&mut Recording) -> R) -> R {

@@ -13,11 +13,12 @@ mod store;
 use crate::agent::{self, Agent};
 use crate::js::{log, with_timeout};
 use crate::tools::{self, Checked, Refused};
+use crate::vec_map::VecMap;
 use futures_channel::{mpsc, oneshot};
 use protocol::{Command, CommandResult, Malformed, Outcome};
 use seen::SeenIds;
 use std::cell::RefCell;
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashSet, VecDeque};
 use wasm_bindgen_futures::spawn_local;
 
 pub use store::restore;
@@ -43,7 +44,7 @@ enum Seen {
 
 struct Delivery {
     /// Per connection, the live, authenticated connection's outgoing results.
-    senders: HashMap<u32, mpsc::UnboundedSender<CommandResult>>,
+    senders: VecMap<u32, mpsc::UnboundedSender<CommandResult>>,
     /// Results produced while no connection was up, delivered on the next one.
     outbox: VecDeque<(CommandResult, usize)>,
     /// The last `SEEN_MAX` ids, each with its number (its ledger slot is the number modulo
@@ -55,7 +56,7 @@ struct Delivery {
     /// Running ids of commands that only read ([`Checked::only_reads`]).
     reading: HashSet<String>,
     /// Per tab, the last queued command: commands for one tab run in order.
-    tab_tails: HashMap<i64, (u64, oneshot::Receiver<()>)>,
+    tab_tails: VecMap<i64, (u64, oneshot::Receiver<()>)>,
     next_seq: u64,
     /// Commands between their start and their answer.
     in_flight: usize,
@@ -68,13 +69,13 @@ struct Delivery {
 impl Default for Delivery {
     fn default() -> Self {
         Delivery {
-            senders: HashMap::new(),
+            senders: VecMap::new(),
             outbox: VecDeque::new(),
             seen: SeenIds::new(SEEN_MAX),
             next_n: 0,
             waiting: HashSet::new(),
             reading: HashSet::new(),
-            tab_tails: HashMap::new(),
+            tab_tails: VecMap::new(),
             next_seq: 0,
             in_flight: 0,
             store: store::Writer::default(),

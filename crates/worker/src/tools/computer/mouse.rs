@@ -3,9 +3,9 @@
 //! `mouse_move`, `left_mouse_up`), and wheel scrolling. Points are CSS pixels of the viewport.
 
 use crate::cdp::{self, idle};
+use crate::vec_map::VecMap;
 use serde_json::json;
 use std::cell::RefCell;
-use std::collections::HashMap;
 
 #[derive(Clone, Copy)]
 pub enum Button {
@@ -97,7 +97,7 @@ struct Held {
 
 thread_local! {
     /// Tabs whose left button `left_mouse_down` pressed and no `left_mouse_up` released yet.
-    static HELD: RefCell<HashMap<i32, Held>> = RefCell::new(HashMap::new());
+    static HELD: RefCell<VecMap<i32, Held>> = const { RefCell::new(VecMap::new()) };
 }
 
 /// Where the pointer is on a tab whose left button is held down, CSS px.

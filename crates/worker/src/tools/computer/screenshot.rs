@@ -12,11 +12,11 @@ use crate::cdp;
 use crate::chrome::tabs::{self, UpdateProperties};
 use crate::geometry::scale as coords;
 use crate::images::{self, Image};
+use crate::vec_map::VecSet;
 use futures_util::future::{select, Either};
 use protocol::ContentBlock;
 use serde_json::{json, Value};
 use std::cell::RefCell;
-use std::collections::HashSet;
 use std::rc::Rc;
 
 /// Longest side of a screenshot.
@@ -102,7 +102,7 @@ async fn shown_viewport(tab: i32) -> Result<Viewport, String> {
 thread_local! {
     /// Tabs whose last screenshot was the whole viewport at its own pixels (no clip): the next
     /// one is captured while the viewport is read.
-    static PLAIN: RefCell<HashSet<i32>> = RefCell::new(HashSet::new());
+    static PLAIN: RefCell<VecSet<i32>> = const { RefCell::new(VecSet::new()) };
     /// One capture at a time: Chrome applies a clip's scale as a temporary device-metrics
     /// override and restores what it found, so overlapping captures restore each other's
     /// override and leave it behind, freezing the viewport at its size then (a window resized
