@@ -1,5 +1,5 @@
 //! The pieces of `./build.sh bench` (the `bench` binary): statistics over samples, a kept-alive
-//! HTTP client for the command API, the release server as a child process, a delaying TCP proxy
+//! HTTP client for the command API, the release server as a child process, a stub extension, a delaying TCP proxy
 //! (injected backend latency), a Playwright MCP client over stdio, and the report
 //! (`docs/BENCHMARKS.md` and its SVG chart).
 
@@ -8,6 +8,7 @@ pub mod playwright;
 pub mod proxy;
 pub mod report;
 pub mod server;
+pub mod stub;
 
 use std::time::Duration;
 

@@ -35,6 +35,7 @@ use browser_operator_e2e::bench::playwright::{self, PlaywrightMcp};
 use browser_operator_e2e::bench::proxy::DelayProxy;
 use browser_operator_e2e::bench::report::{self, Goal, Machine, Row, Unit};
 use browser_operator_e2e::bench::server::ServerProcess;
+use browser_operator_e2e::bench::stub::StubExtension;
 use browser_operator_e2e::bench::{self as b, ms, rotation, scaled, Stat};
 use browser_operator_e2e::{
     images, tabs_context, Browser, BrowserOptions, Cdp, Error, FixtureServer, Result,
@@ -46,6 +47,8 @@ use std::time::{Duration, Instant};
 
 /// A tool no build has: its error measures the transport and dispatch alone.
 const UNKNOWN_TOOL: &str = "bench_no_such_tool";
+/// The large answer of the server relay's row: about get_page_text's on the article.
+const RELAY_TEXT_CHARS: usize = 50_000;
 /// The JPEG quality the extension's screenshots use (crates/worker/src/tools/computer/screenshot.rs).
 const JPEG_QUALITY: u32 = 80;
 /// Code mode's workflow: this many page-tool calls.
@@ -347,6 +350,27 @@ impl Bench {
             ));
         }
         self.push(row);
+        let [relay, relay_floor, relay_text] = self.relay_floor(warm, rounds).await?;
+        self.push(
+            Row::new(
+                1,
+                "server relay to a stub extension, WebSocket",
+                Unit::Ms,
+                relay,
+            )
+            .baseline("HTTP floor (the stub's server)", relay_floor)
+            .note("No browser: the bench's own stub answers each command the moment its frame arrives, so this is the server's share of a command (and the wire's)."),
+        );
+        self.push(
+            Row::new(
+                1,
+                format!("server relay to a stub extension, a {RELAY_TEXT_CHARS}-character answer"),
+                Unit::Ms,
+                relay_text,
+            )
+            .baseline("HTTP floor (the stub's server)", relay_floor)
+            .note("As get_page_text's answer on the article is: the server parses the result frame and writes the HTTP answer."),
+        );
         self.method.push(format!(
             "**1. Command latency.** On `{url}`, for each transport in turn (the extension \
              configured through its Options page, as a user does): {warm} warm-up rounds, then \
@@ -362,9 +386,54 @@ impl Bench {
              outside the group) and times {warm} + {rounds} `chrome.debugger.sendCommand` \
              `Runtime.evaluate` `1+1` calls one after another with `performance.now()` (the \
              {warm} first untimed); then as many `fetch` POSTs to the server, which it refuses \
-             at once (no token): the floor of a result over the HTTP transports."
+             at once (no token): the floor of a result over the HTTP transports. Then the server's \
+             share: a second server of the same build, with the bench's stub extension connected \
+             (a WebSocket client in the bench process that authenticates as a browser does and \
+             answers each command the moment it arrives), {warm} + {rounds} rounds of three \
+             arms: `javascript_tool` answered `2`, the HTTP floor, and an answer of \
+             {RELAY_TEXT_CHARS} characters."
         ));
         self.direct_websocket().await
+    }
+
+    /// The server's share: a second server of the same build, with the bench's stub extension
+    /// connected; `javascript_tool` answered `"2"`, the HTTP floor, and an answer of
+    /// [`RELAY_TEXT_CHARS`] characters, alternating.
+    async fn relay_floor(&self, warm: usize, rounds: usize) -> Result<[Stat; 3]> {
+        let log = browser_operator_e2e::temp_dir("bench-relay").join("server.log");
+        let server = ServerProcess::start(&server_binary()?, &log).await?;
+        let _stub = StubExtension::connect(&server.ws_url(), &server.token).await?;
+        let api = server.api();
+        let small = json!({"tabId": 1, "text": "1+1"});
+        let large = json!({"tabId": 1, "text": RELAY_TEXT_CHARS.to_string()});
+        let mut samples: [Vec<f64>; 3] = Default::default();
+        for round in 0..warm + rounds {
+            for arm in rotation(round, 3) {
+                let t = Instant::now();
+                match arm {
+                    0 => {
+                        let answer = api.text("javascript_tool", &small).await?;
+                        if answer != "2" {
+                            return Err(Error::new(format!("the stub answered {answer:?}")));
+                        }
+                    }
+                    1 => api.floor("javascript_tool", &small).await?,
+                    _ => {
+                        let answer = api.text("javascript_tool", &large).await?;
+                        if answer.len() != RELAY_TEXT_CHARS {
+                            return Err(Error::new(format!(
+                                "the stub's answer came back with {} characters",
+                                answer.len()
+                            )));
+                        }
+                    }
+                }
+                if round >= warm {
+                    samples[arm].push(ms(t.elapsed()));
+                }
+            }
+        }
+        Ok([stat(&samples[0])?, stat(&samples[1])?, stat(&samples[2])?])
     }
 
     /// `chrome.debugger.sendCommand(Runtime.evaluate "1+1")` timed from inside the extension

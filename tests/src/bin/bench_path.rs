@@ -20,6 +20,12 @@
 //! (so a `javascript_tool` that times something in the page reports its numbers), and
 //! `PROBE=<file.js>` evaluates that file in the worker at the end (`self.__probeTab` is the
 //! command's tab) and prints its value: one-off measurements of what the worker could do.
+//! `PROFILE=1` samples the worker's CPU (V8's profiler, every 50 µs) over the measured rounds
+//! and prints its self time per command by function: Chrome's bindings (native functions, by
+//! whatever name V8 gives each), the wasm-bindgen glue, and the wasm's own functions, named when
+//! the module keeps its name section (`./build.sh build` strips it: for a profile, run
+//! `wasm-bindgen` without `--remove-name-section` and `wasm-opt` with `-g`, into
+//! `extension/pkg`).
 
 use browser_operator_e2e::Result;
 use serde_json::{json, Value};
@@ -118,6 +124,56 @@ const TRACE_JS: &str = r#"(() => {
   return "installed";
 })()"#;
 
+/// `PROFILE=1`: the worker's CPU profile over the measured rounds, as self time per command by
+/// function (wasm functions by their names when the module keeps its name section: build it
+/// without `--remove-name-section`, and `wasm-opt -g`).
+fn print_profile(profile: &Value, rounds: usize) {
+    let nodes = profile["nodes"].as_array().cloned().unwrap_or_default();
+    let name: BTreeMap<i64, String> = nodes
+        .iter()
+        .filter_map(|n| {
+            let f = &n["callFrame"];
+            let fname = f["functionName"].as_str().unwrap_or("");
+            let url = f["url"].as_str().unwrap_or("");
+            let file = url.rsplit('/').next().unwrap_or("");
+            Some((
+                n["id"].as_i64()?,
+                format!(
+                    "{} {file}",
+                    if fname.is_empty() {
+                        "(anonymous)"
+                    } else {
+                        fname
+                    }
+                ),
+            ))
+        })
+        .collect();
+    let samples = profile["samples"].as_array().cloned().unwrap_or_default();
+    let deltas = profile["timeDeltas"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let mut self_ms: BTreeMap<String, f64> = BTreeMap::new();
+    for (s, d) in samples
+        .iter()
+        .zip(deltas.iter().skip(1).chain(std::iter::once(&json!(0))))
+    {
+        let label = s
+            .as_i64()
+            .and_then(|id| name.get(&id))
+            .cloned()
+            .unwrap_or_default();
+        *self_ms.entry(label).or_default() += d.as_f64().unwrap_or(0.0) / 1e3;
+    }
+    let mut rows: Vec<_> = self_ms.into_iter().collect();
+    rows.sort_by(|a, b| b.1.total_cmp(&a.1));
+    println!("worker CPU self time per command (ms), by function:");
+    for (label, ms) in rows.iter().take(40) {
+        println!("{:>8.3}  {label}", ms / rounds.max(1) as f64);
+    }
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     if v.is_empty() {
         return f64::NAN;
@@ -155,12 +211,24 @@ async fn main() -> Result<()> {
 
     let mut rtt = Vec::new();
     let mut last = None;
+    let profile = std::env::var_os("PROFILE").is_some();
     for i in 0..WARM_UP + rounds {
+        if profile && i == WARM_UP {
+            worker.call("Profiler.enable", json!({})).await?;
+            worker
+                .call("Profiler.setSamplingInterval", json!({"interval": 50}))
+                .await?;
+            worker.call("Profiler.start", json!({})).await?;
+        }
         let t = Instant::now();
         last = Some(backend.command(&tool, args.clone()).await?);
         if i >= WARM_UP {
             rtt.push(t.elapsed().as_secs_f64() * 1e3);
         }
+    }
+    if profile {
+        let stopped = worker.call("Profiler.stop", json!({})).await?;
+        print_profile(&stopped["profile"], rounds);
     }
     let last = serde_json::to_string(&last)?;
     let cut = last.char_indices().nth(400).map_or(last.len(), |(i, _)| i);
