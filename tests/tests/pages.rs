@@ -908,6 +908,44 @@ async fn javascript_plan_and_reserved_tools() -> Result<()> {
     assert!(e.contains("did not finish within 10 s"), "{e}");
     // The tab still answers afterwards.
     assert_eq!(js(&backend, tab, "1 + 1").await?, "2");
+    // What REPL mode gives holds whether or not a text is run in it (it is asked for only
+    // where a declaration or `await` may need it): a `let` declared again in a later call, a
+    // global a plain script reads, a promise that is the last value, a plain script's error
+    // with its line, a plain script that never ends stopped at the bound.
+    assert_eq!(js(&backend, tab, "let seen = 1; seen").await?, "1");
+    assert_eq!(js(&backend, tab, "let seen = 2; seen").await?, "2");
+    assert_eq!(js(&backend, tab, "seen * 10").await?, "20");
+    assert_eq!(
+        js(
+            &backend,
+            tab,
+            "new Promise(r => setTimeout(() => r(7), 10))"
+        )
+        .await?,
+        "7"
+    );
+    let e = backend
+        .error(
+            "javascript_tool",
+            json!({"tabId": tab, "text": "1;\nPromise.reject(new RangeError('no'))"}),
+        )
+        .await?;
+    assert!(e.contains("RangeError: no"), "{e}");
+    let e = backend
+        .error(
+            "javascript_tool",
+            json!({"tabId": tab, "text": "1;\nundefinedThing.x"}),
+        )
+        .await?;
+    assert_eq!(e, "ReferenceError: undefinedThing is not defined (line 2)");
+    let e = backend
+        .error(
+            "javascript_tool",
+            json!({"tabId": tab, "text": "for (;;) {}"}),
+        )
+        .await?;
+    assert!(e.contains("did not finish within 10 s"), "{e}");
+    assert_eq!(js(&backend, tab, "document.title").await?, "Fixture: hello");
 
     let plan = backend
         .text(

@@ -321,14 +321,17 @@ async fn main() -> Result<()> {
             median(s.sync.clone())
         );
     }
-    // The floor of the one call: Runtime.evaluate "1+1" from the worker itself, plain and with
-    // javascript_tool's parameters, alternating.
+    // The floor of the one call: Runtime.evaluate "1+1" from the worker itself, plain, with
+    // javascript_tool's parameters for "1+1", and with them in REPL mode (a text that declares or
+    // awaits), alternating.
     let probe = format!(
         r#"(async () => {{
       const tab = {{tabId: {tab}}};
       const kinds = {{
         "plain": {{expression: "1+1"}},
-        "javascript_tool's parameters": {{expression: "1+1", replMode: true, awaitPromise: true,
+        "javascript_tool's parameters": {{expression: "1+1", replMode: false, awaitPromise: true,
+          userGesture: true, objectGroup: "browser-operator-js", timeout: 10000}},
+        "the same in REPL mode": {{expression: "1+1", replMode: true, awaitPromise: true,
           userGesture: true, objectGroup: "browser-operator-js", timeout: 10000}},
       }};
       const out = Object.fromEntries(Object.keys(kinds).map((k) => [k, []]));
