@@ -15,26 +15,6 @@ const saw = (event) => {
 // The wasm instance's memory, for self.browserOperator.wasmMemoryBytes() (the soak watches it).
 let memory = null;
 
-// An extension API called with arguments it refuses (chrome.tabs.get(-1)) throws at once
-// instead of returning a rejected promise; thrown through the wasm, that exception leaves the
-// Rust future that made the call pending forever. Every promise-returning API the worker binds
-// rejects instead.
-for (const api of [chrome.tabs, chrome.tabGroups, chrome.windows, chrome.debugger, chrome.alarms,
-  chrome.action, chrome.scripting, chrome.storage?.local, chrome.storage?.session, chrome.storage?.sync,
-  chrome.declarativeNetRequest, chrome.downloads, chrome.notifications, chrome.webNavigation, chrome.runtime]) {
-  if (!api) continue;
-  for (const name of ["get", "set", "remove", "clear", "query", "create", "update", "group", "ungroup",
-    "attach", "detach", "sendCommand", "getTargets", "setBadgeText", "setBadgeBackgroundColor",
-    "setTitle", "executeScript", "getAll", "move", "updateSessionRules", "getSessionRules", "search",
-    "getContexts", "getFrame", "getBadgeText"]) {
-    const f = api[name];
-    if (typeof f !== "function") continue;
-    api[name] = function (...args) {
-      try { return f.apply(api, args); } catch (e) { return Promise.reject(e); }
-    };
-  }
-}
-
 const ready = init({ module_or_path: new URL("./pkg/browser_operator_worker_bg.wasm", import.meta.url) })
   .then((exports) => {
     memory = exports.memory;

@@ -4,6 +4,7 @@
 
 use browser_operator_e2e::{Backend, Browser, FixtureServer, Result};
 use futures_util::StreamExt;
+use protocol::Outcome;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::time::Duration;
@@ -1646,5 +1647,125 @@ async fn a_tab_that_joins_the_group_is_recorded_from_then() -> Result<()> {
         .text("read_network_requests", json!({"tabId": tab}))
         .await?;
     assert!(network.contains("hello.html?after=restart"), "{network}");
+    Ok(())
+}
+
+/// A tab id that names no tab (negative, zero, past any tab, a tab just closed) is an error
+/// that says so, for every kind of tool, and the tab that exists still answers afterwards.
+#[tokio::test]
+async fn tab_ids_that_name_no_tab_are_errors() -> Result<()> {
+    let (fixtures, backend, _browser, tab) = connected().await?;
+    open(&backend, tab, &fixtures.url("hello.html")).await?;
+    let closed = backend.new_tab().await?;
+    backend
+        .text("tabs_close_mcp", json!({"tabId": closed}))
+        .await
+        .or(Ok::<_, browser_operator_e2e::Error>(String::new()))?;
+    for id in [-1, 0, 2_147_483_647, closed] {
+        for (tool, extra) in [
+            ("javascript_tool", json!({"text": "1+1"})),
+            ("get_page_text", json!({})),
+            ("read_page", json!({})),
+            ("computer", json!({"action": "screenshot"})),
+            ("navigate", json!({"url": fixtures.url("hello.html")})),
+            ("find", json!({"query": "button"})),
+        ] {
+            let mut args = extra;
+            args["tabId"] = json!(id);
+            let started = std::time::Instant::now();
+            let e =
+                tokio::time::timeout(Duration::from_secs(20), backend.error(tool, args.clone()))
+                    .await
+                    .map_err(|_| {
+                        browser_operator_e2e::Error::new(format!("{tool} {args}: no answer"))
+                    })??;
+            assert!(
+                e.to_lowercase().contains("tab"),
+                "{tool} {args}: {e} (after {:?})",
+                started.elapsed()
+            );
+        }
+    }
+    assert_eq!(js(&backend, tab, "document.title").await?, "Fixture: hello");
+    Ok(())
+}
+
+/// Chrome refuses arguments its schema rejects by throwing at once, not by a rejected promise
+/// (`chrome.tabs.get(-1)`). Such a throw ends the command with Chrome's message, never leaves it
+/// unanswered, and the next commands run. The throw is made here by replacing the API in the
+/// worker for a moment, since every argument the worker passes is one Chrome accepts.
+#[tokio::test]
+async fn an_extension_api_that_throws_at_once_is_an_error_not_a_hang() -> Result<()> {
+    let (fixtures, backend, browser, tab) = connected().await?;
+    open(&backend, tab, &fixtures.url("hello.html")).await?;
+    let worker = browser.worker().await?;
+    let refuse = |api: &str| {
+        format!(
+            "(() => {{ const api = {api}; const [o, n] = [api.slice(0, api.lastIndexOf('.')), \
+             api.slice(api.lastIndexOf('.') + 1)]; const obj = eval(o); \
+             self.__saved = self.__saved || {{}}; self.__saved[api] = obj[n]; \
+             obj[n] = function () {{ throw new Error('Error in invocation of ' + api + ': refused'); }}; \
+             return true; }})()"
+        )
+    };
+    let restore = |api: &str| {
+        format!(
+            "(() => {{ const api = {api}; const obj = eval(api.slice(0, api.lastIndexOf('.'))); \
+             obj[api.slice(api.lastIndexOf('.') + 1)] = self.__saved[api]; return true; }})()"
+        )
+    };
+    let bounded = |tool: &'static str, args: Value| {
+        let backend = &backend;
+        async move {
+            tokio::time::timeout(Duration::from_secs(20), backend.command(tool, args))
+                .await
+                .map_err(|_| browser_operator_e2e::Error::new(format!("{tool}: no answer")))?
+        }
+    };
+
+    // The call the tool's work goes through: the command fails with Chrome's message.
+    worker
+        .eval(&refuse("'chrome.debugger.sendCommand'"))
+        .await?;
+    let out = bounded("javascript_tool", json!({"tabId": tab, "text": "1+1"})).await?;
+    worker
+        .eval(&restore("'chrome.debugger.sendCommand'"))
+        .await?;
+    match out.outcome {
+        Outcome::Error { error } => assert!(
+            error.contains("Error in invocation of chrome.debugger.sendCommand: refused"),
+            "{error}"
+        ),
+        Outcome::Result { result } => panic!("should have failed: {}", result.joined_text()),
+    }
+    assert_eq!(js(&backend, tab, "1 + 1").await?, "2");
+
+    // The content script's message refused: get_page_text reads the page over CDP instead.
+    worker.eval(&refuse("'chrome.tabs.sendMessage'")).await?;
+    let out = bounded("get_page_text", json!({"tabId": tab})).await?;
+    worker.eval(&restore("'chrome.tabs.sendMessage'")).await?;
+    match out.outcome {
+        Outcome::Result { result } => {
+            assert!(
+                result.joined_text().starts_with("Title: Fixture: hello"),
+                "{result:?}"
+            )
+        }
+        Outcome::Error { error } => panic!("get_page_text: {error}"),
+    }
+
+    // The delivery ledger's write refused: the command is still answered.
+    worker.eval(&refuse("'chrome.storage.session.set'")).await?;
+    let out = bounded("javascript_tool", json!({"tabId": tab, "text": "2+2"})).await;
+    worker
+        .eval(&restore("'chrome.storage.session.set'"))
+        .await?;
+    let out = out?;
+    assert!(
+        matches!(&out.outcome, Outcome::Result { result } if result.joined_text() == "4")
+            || matches!(&out.outcome, Outcome::Error { error } if error.contains("refused")),
+        "{out:?}"
+    );
+    assert_eq!(js(&backend, tab, "document.title").await?, "Fixture: hello");
     Ok(())
 }

@@ -87,6 +87,16 @@ pub fn now_ms() -> f64 {
 }
 
 /// Lets the tasks already scheduled run first (one turn of the microtask queue).
+/// What a promise-returning JS call (an extension API, `fetch`) came to: its promise settled,
+/// or what it threw at once. Chrome throws at once for arguments its schema refuses
+/// (`chrome.tabs.get(-1)`) rather than returning a rejected promise. The bindings are plain
+/// `catch` imports returning the promise, called inside the async fn that awaits them here: an
+/// `async` import awaits its promise without looking for a throw, and the future making such a
+/// call would never end.
+pub async fn settle(call: Result<js_sys::Promise, JsValue>) -> Result<JsValue, JsValue> {
+    wasm_bindgen_futures::JsFuture::from(call?).await
+}
+
 pub async fn yield_now() {
     let _ =
         wasm_bindgen_futures::JsFuture::from(js_sys::Promise::resolve(&JsValue::UNDEFINED)).await;

@@ -5,6 +5,7 @@
 //! while calls are in flight; the sandbox bounds the computing between them.
 
 use super::{call_method, page, Answer, Dispatch};
+use crate::js::settle;
 use crate::js::{error_text, now_ms, sleep_ms, with_timeout};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use protocol::ToolResult;
@@ -19,7 +20,7 @@ use wasm_bindgen::prelude::*;
 extern "C" {
     /// Instantiates the sandbox module (once).
     #[wasm_bindgen(catch, js_name = loadSandbox)]
-    async fn load_sandbox() -> Result<JsValue, JsValue>;
+    fn load_sandbox() -> Result<js_sys::Promise, JsValue>;
     /// One script run's isolate (crates/sandbox/src/module.rs), prepared before its run with
     /// the namespaces every run has.
     type Isolate;
@@ -125,7 +126,7 @@ pub async fn run(
 ) -> Result<ToolResult, String> {
     let time_ms = timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS);
     let tools = page::tools(tab).await?;
-    load_sandbox()
+    settle(load_sandbox())
         .await
         .map_err(|e| format!("Loading the code-mode sandbox failed: {}", error_text(&e)))?;
     let isolate = take_isolate()

@@ -1,18 +1,19 @@
 //! chrome.action: the toolbar icon's badge and title, for every tab or for one.
 
 use crate::js::error_text;
+use crate::js::settle;
 use wasm_bindgen::prelude::*;
 
 #[wasm_bindgen]
 extern "C" {
     #[wasm_bindgen(catch, js_namespace = ["chrome", "action"], js_name = setBadgeText)]
-    async fn set_badge_text_js(details: &JsValue) -> Result<JsValue, JsValue>;
+    fn set_badge_text_js(details: &JsValue) -> Result<js_sys::Promise, JsValue>;
     #[wasm_bindgen(catch, js_namespace = ["chrome", "action"], js_name = getBadgeText)]
-    async fn get_badge_text_js(details: &JsValue) -> Result<JsValue, JsValue>;
+    fn get_badge_text_js(details: &JsValue) -> Result<js_sys::Promise, JsValue>;
     #[wasm_bindgen(catch, js_namespace = ["chrome", "action"], js_name = setBadgeBackgroundColor)]
-    async fn set_badge_color_js(details: &JsValue) -> Result<JsValue, JsValue>;
+    fn set_badge_color_js(details: &JsValue) -> Result<js_sys::Promise, JsValue>;
     #[wasm_bindgen(catch, js_namespace = ["chrome", "action"], js_name = setTitle)]
-    async fn set_title_js(details: &JsValue) -> Result<JsValue, JsValue>;
+    fn set_title_js(details: &JsValue) -> Result<js_sys::Promise, JsValue>;
 }
 
 fn details(key: &str, value: &str) -> JsValue {
@@ -23,7 +24,7 @@ fn details(key: &str, value: &str) -> JsValue {
 
 /// Sets the badge text ("" removes the badge).
 pub async fn set_badge_text(text: &str) -> Result<(), String> {
-    set_badge_text_js(&details("text", text))
+    settle(set_badge_text_js(&details("text", text)))
         .await
         .map(drop)
         .map_err(|e| error_text(&e))
@@ -31,7 +32,7 @@ pub async fn set_badge_text(text: &str) -> Result<(), String> {
 
 /// The badge text ("" when there is none).
 pub async fn badge_text() -> Result<String, String> {
-    get_badge_text_js(&js_sys::Object::new().into())
+    settle(get_badge_text_js(&js_sys::Object::new().into()))
         .await
         .map(|v| v.as_string().unwrap_or_default())
         .map_err(|e| error_text(&e))
@@ -39,7 +40,7 @@ pub async fn badge_text() -> Result<String, String> {
 
 /// Sets the badge colour (a CSS colour such as `#1a73e8`).
 pub async fn set_badge_color(color: &str) -> Result<(), String> {
-    set_badge_color_js(&details("color", color))
+    settle(set_badge_color_js(&details("color", color)))
         .await
         .map(drop)
         .map_err(|e| error_text(&e))
@@ -58,7 +59,7 @@ fn for_tab(key: &str, value: Option<&str>, tab: Option<i32>) -> JsValue {
 
 /// The badge text of one tab (`None`: the default again).
 pub async fn set_tab_badge_text(tab: i32, text: Option<&str>) -> Result<(), String> {
-    set_badge_text_js(&for_tab("text", text, Some(tab)))
+    settle(set_badge_text_js(&for_tab("text", text, Some(tab))))
         .await
         .map(drop)
         .map_err(|e| error_text(&e))
@@ -66,15 +67,19 @@ pub async fn set_tab_badge_text(tab: i32, text: Option<&str>) -> Result<(), Stri
 
 /// The badge colour of one tab.
 pub async fn set_tab_badge_color(tab: i32, color: &str) -> Result<(), String> {
-    set_badge_color_js(&for_tab("color", Some(color), Some(tab)))
-        .await
-        .map(drop)
-        .map_err(|e| error_text(&e))
+    settle(set_badge_color_js(&for_tab(
+        "color",
+        Some(color),
+        Some(tab),
+    )))
+    .await
+    .map(drop)
+    .map_err(|e| error_text(&e))
 }
 
 /// The toolbar button's title (its tooltip), for one tab or every tab.
 pub async fn set_title(tab: Option<i32>, title: &str) -> Result<(), String> {
-    set_title_js(&for_tab("title", Some(title), tab))
+    settle(set_title_js(&for_tab("title", Some(title), tab)))
         .await
         .map(drop)
         .map_err(|e| error_text(&e))

@@ -1,5 +1,6 @@
 //! chrome.alarms: the backstop that restarts a worker Chrome has stopped.
 
+use crate::js::settle;
 use crate::js::{error_text, to_js};
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
@@ -7,9 +8,9 @@ use wasm_bindgen::prelude::*;
 #[wasm_bindgen]
 extern "C" {
     #[wasm_bindgen(catch, js_namespace = ["chrome", "alarms"], js_name = create)]
-    async fn create_alarm(name: &str, info: &JsValue) -> Result<JsValue, JsValue>;
+    fn create_alarm(name: &str, info: &JsValue) -> Result<js_sys::Promise, JsValue>;
     #[wasm_bindgen(catch, js_namespace = ["chrome", "alarms"], js_name = clear)]
-    async fn clear_alarm(name: &str) -> Result<JsValue, JsValue>;
+    fn clear_alarm(name: &str) -> Result<js_sys::Promise, JsValue>;
 }
 
 #[derive(Serialize)]
@@ -25,14 +26,14 @@ pub async fn create_periodic(name: &str, minutes: f64) -> Result<(), String> {
         period_in_minutes: minutes,
         delay_in_minutes: minutes,
     })?;
-    create_alarm(name, &info)
+    settle(create_alarm(name, &info))
         .await
         .map(drop)
         .map_err(|e| error_text(&e))
 }
 
 pub async fn clear(name: &str) -> Result<(), String> {
-    clear_alarm(name)
+    settle(clear_alarm(name))
         .await
         .map(drop)
         .map_err(|e| error_text(&e))

@@ -1,6 +1,7 @@
 //! chrome.debugger: attach to a tab and send Chrome DevTools Protocol commands to it or to one of
 //! its child sessions (out-of-process iframes reached through `Target.setAutoAttach`).
 
+use crate::js::settle;
 use crate::js::{error_text, to_js};
 use serde::Serialize;
 use serde_json::Value;
@@ -9,17 +10,17 @@ use wasm_bindgen::prelude::*;
 #[wasm_bindgen]
 extern "C" {
     #[wasm_bindgen(catch, js_namespace = ["chrome", "debugger"], js_name = attach)]
-    async fn attach_debugger(target: &JsValue, version: &str) -> Result<JsValue, JsValue>;
+    fn attach_debugger(target: &JsValue, version: &str) -> Result<js_sys::Promise, JsValue>;
     #[wasm_bindgen(catch, js_namespace = ["chrome", "debugger"], js_name = sendCommand)]
-    async fn send_command_js(
+    fn send_command_js(
         target: &JsValue,
         method: &str,
         params: &JsValue,
-    ) -> Result<JsValue, JsValue>;
+    ) -> Result<js_sys::Promise, JsValue>;
     #[wasm_bindgen(catch, js_namespace = ["chrome", "debugger"], js_name = detach)]
-    async fn detach_debugger(target: &JsValue) -> Result<JsValue, JsValue>;
+    fn detach_debugger(target: &JsValue) -> Result<js_sys::Promise, JsValue>;
     #[wasm_bindgen(catch, js_namespace = ["chrome", "debugger"], js_name = getTargets)]
-    async fn get_targets() -> Result<JsValue, JsValue>;
+    fn get_targets() -> Result<js_sys::Promise, JsValue>;
 }
 
 #[derive(Serialize)]
@@ -38,7 +39,7 @@ fn debuggee(tab_id: i32) -> Result<JsValue, String> {
 }
 
 pub async fn attach(tab_id: i32) -> Result<(), String> {
-    attach_debugger(&debuggee(tab_id)?, "1.3")
+    settle(attach_debugger(&debuggee(tab_id)?, "1.3"))
         .await
         .map(drop)
         .map_err(|e| error_text(&e))
@@ -71,7 +72,7 @@ pub async fn send_command_js_in(
     params: &Value,
 ) -> Result<JsValue, String> {
     let target = to_js(&Debuggee { tab_id, session_id })?;
-    send_command_js(&target, method, &to_js(params)?)
+    settle(send_command_js(&target, method, &to_js(params)?))
         .await
         .map_err(|e| error_text(&e))
 }
@@ -91,7 +92,7 @@ pub fn json_result(out: JsValue) -> Result<Value, String> {
 }
 
 pub async fn detach(tab_id: i32) -> Result<(), String> {
-    detach_debugger(&debuggee(tab_id)?)
+    settle(detach_debugger(&debuggee(tab_id)?))
         .await
         .map(drop)
         .map_err(|e| error_text(&e))
@@ -108,7 +109,7 @@ struct TargetInfo {
 /// Tabs that some debugger (this extension's or another client's) is attached to.
 pub async fn attached_tabs() -> Result<Vec<i32>, String> {
     let targets: Vec<TargetInfo> =
-        crate::js::from_js(get_targets().await.map_err(|e| error_text(&e))?)?;
+        crate::js::from_js(settle(get_targets()).await.map_err(|e| error_text(&e))?)?;
     Ok(targets
         .into_iter()
         .filter(|t| t.attached)

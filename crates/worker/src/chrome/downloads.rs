@@ -1,6 +1,7 @@
 //! chrome.downloads: where a finished download was saved (asked only when the policy lets paths
 //! be reported) and why one failed.
 
+use crate::js::settle;
 use crate::js::{error_text, from_js, to_js};
 use serde::Deserialize;
 use wasm_bindgen::prelude::*;
@@ -8,7 +9,7 @@ use wasm_bindgen::prelude::*;
 #[wasm_bindgen]
 extern "C" {
     #[wasm_bindgen(catch, js_namespace = ["chrome", "downloads"], js_name = search)]
-    async fn search_js(query: &JsValue) -> Result<JsValue, JsValue>;
+    fn search_js(query: &JsValue) -> Result<js_sys::Promise, JsValue>;
 }
 
 /// The fields of `downloads.DownloadItem` the worker reads.
@@ -33,7 +34,7 @@ pub async fn of(url: &str, state: &str) -> Result<Vec<DownloadItem>, String> {
         "orderBy": ["-startTime"],
         "limit": 5,
     }))?;
-    let found = search_js(&query)
+    let found = settle(search_js(&query))
         .await
         .map_err(|e| format!("chrome.downloads.search: {}", error_text(&e)))?;
     from_js(found)

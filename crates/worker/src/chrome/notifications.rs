@@ -1,14 +1,15 @@
 //! chrome.notifications: a system notification (shown when the popup is closed) and its removal.
 
 use crate::js::error_text;
+use crate::js::settle;
 use wasm_bindgen::prelude::*;
 
 #[wasm_bindgen]
 extern "C" {
     #[wasm_bindgen(catch, js_namespace = ["chrome", "notifications"], js_name = create)]
-    async fn create_js(id: &str, options: &JsValue) -> Result<JsValue, JsValue>;
+    fn create_js(id: &str, options: &JsValue) -> Result<js_sys::Promise, JsValue>;
     #[wasm_bindgen(catch, js_namespace = ["chrome", "notifications"], js_name = clear)]
-    async fn clear_js(id: &str) -> Result<JsValue, JsValue>;
+    fn clear_js(id: &str) -> Result<js_sys::Promise, JsValue>;
 }
 
 /// Shows a basic notification with the extension's icon under `id` (replacing one of that id).
@@ -24,7 +25,7 @@ pub async fn create(id: &str, title: &str, message: &str) -> Result<(), String> 
         "message": message,
         "requireInteraction": true,
     }))?;
-    create_js(id, &options)
+    settle(create_js(id, &options))
         .await
         .map(drop)
         .map_err(|e| error_text(&e))
@@ -32,5 +33,8 @@ pub async fn create(id: &str, title: &str, message: &str) -> Result<(), String> 
 
 /// Removes the notification `id` (nothing when there is none).
 pub async fn clear(id: &str) -> Result<(), String> {
-    clear_js(id).await.map(drop).map_err(|e| error_text(&e))
+    settle(clear_js(id))
+        .await
+        .map(drop)
+        .map_err(|e| error_text(&e))
 }

@@ -1,5 +1,6 @@
 //! chrome.offscreen: the extension's one hidden document (the watchdog).
 
+use crate::js::settle;
 use crate::js::{error_text, to_js};
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
@@ -7,9 +8,9 @@ use wasm_bindgen::prelude::*;
 #[wasm_bindgen]
 extern "C" {
     #[wasm_bindgen(catch, js_namespace = ["chrome", "offscreen"], js_name = createDocument)]
-    async fn create_document_js(params: &JsValue) -> Result<JsValue, JsValue>;
+    fn create_document_js(params: &JsValue) -> Result<js_sys::Promise, JsValue>;
     #[wasm_bindgen(catch, js_namespace = ["chrome", "offscreen"], js_name = closeDocument)]
-    async fn close_document_js() -> Result<JsValue, JsValue>;
+    fn close_document_js() -> Result<js_sys::Promise, JsValue>;
 }
 
 #[derive(Serialize)]
@@ -31,7 +32,7 @@ pub async fn create_document(
         reasons,
         justification,
     })?;
-    create_document_js(&params)
+    settle(create_document_js(&params))
         .await
         .map(drop)
         .map_err(|e| error_text(&e))
@@ -39,7 +40,7 @@ pub async fn create_document(
 
 /// Closes the offscreen document (an error when none is open).
 pub async fn close_document() -> Result<(), String> {
-    close_document_js()
+    settle(close_document_js())
         .await
         .map(drop)
         .map_err(|e| error_text(&e))

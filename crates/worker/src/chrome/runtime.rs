@@ -2,21 +2,22 @@
 //! idle timer.
 
 use crate::js::error_text;
+use crate::js::settle;
 use wasm_bindgen::prelude::*;
 
 #[wasm_bindgen]
 extern "C" {
     #[wasm_bindgen(catch, js_namespace = ["chrome", "runtime"], js_name = getPlatformInfo)]
-    async fn get_platform_info() -> Result<JsValue, JsValue>;
+    fn get_platform_info() -> Result<js_sys::Promise, JsValue>;
     #[wasm_bindgen(js_namespace = ["chrome", "runtime"], js_name = getManifest)]
     fn get_manifest() -> JsValue;
     #[wasm_bindgen(catch, js_namespace = ["chrome", "runtime"], js_name = getContexts)]
-    async fn get_contexts_js(filter: &JsValue) -> Result<JsValue, JsValue>;
+    fn get_contexts_js(filter: &JsValue) -> Result<js_sys::Promise, JsValue>;
 }
 
 /// A cheap extension API call: Chrome counts it as activity and keeps the worker alive.
 pub async fn touch() -> Result<(), String> {
-    get_platform_info()
+    settle(get_platform_info())
         .await
         .map(drop)
         .map_err(|e| error_text(&e))
@@ -25,7 +26,9 @@ pub async fn touch() -> Result<(), String> {
 /// How many of this extension's contexts of `kind` exist (`"OFFSCREEN_DOCUMENT"`, `"TAB"`, …).
 pub async fn count_contexts(kind: &str) -> Result<usize, String> {
     let filter = crate::js::to_js(&serde_json::json!({ "contextTypes": [kind] }))?;
-    let found = get_contexts_js(&filter).await.map_err(|e| error_text(&e))?;
+    let found = settle(get_contexts_js(&filter))
+        .await
+        .map_err(|e| error_text(&e))?;
     Ok(js_sys::Array::from(&found).length() as usize)
 }
 

@@ -1,6 +1,7 @@
 //! chrome.storage: `local` (config and token; survives restarts, not synced) and `session`
 //! (status, group id; cleared when the browser quits).
 
+use crate::js::settle;
 use crate::js::{error_text, from_js, to_js};
 use serde::{de::DeserializeOwned, Serialize};
 use wasm_bindgen::prelude::*;
@@ -8,19 +9,19 @@ use wasm_bindgen::prelude::*;
 #[wasm_bindgen]
 extern "C" {
     #[wasm_bindgen(catch, js_namespace = ["chrome", "storage", "local"], js_name = get)]
-    async fn local_get(keys: &JsValue) -> Result<JsValue, JsValue>;
+    fn local_get(keys: &JsValue) -> Result<js_sys::Promise, JsValue>;
     #[wasm_bindgen(catch, js_namespace = ["chrome", "storage", "local"], js_name = set)]
-    async fn local_set(items: &JsValue) -> Result<JsValue, JsValue>;
+    fn local_set(items: &JsValue) -> Result<js_sys::Promise, JsValue>;
     #[wasm_bindgen(catch, js_namespace = ["chrome", "storage", "session"], js_name = get)]
-    async fn session_get(keys: &JsValue) -> Result<JsValue, JsValue>;
+    fn session_get(keys: &JsValue) -> Result<js_sys::Promise, JsValue>;
     #[wasm_bindgen(catch, js_namespace = ["chrome", "storage", "session"], js_name = set)]
-    async fn session_set(items: &JsValue) -> Result<JsValue, JsValue>;
+    fn session_set(items: &JsValue) -> Result<js_sys::Promise, JsValue>;
     /// The same `set`, called at once (not at a future's first poll): the request is on its
     /// way to Chrome when this returns.
     #[wasm_bindgen(catch, js_namespace = ["chrome", "storage", "session"], js_name = set)]
     fn session_set_now(items: &JsValue) -> Result<js_sys::Promise, JsValue>;
     #[wasm_bindgen(catch, js_namespace = ["chrome", "storage", "session"], js_name = remove)]
-    async fn session_remove(keys: &JsValue) -> Result<JsValue, JsValue>;
+    fn session_remove(keys: &JsValue) -> Result<js_sys::Promise, JsValue>;
 }
 
 #[derive(Clone, Copy)]
@@ -37,8 +38,8 @@ fn storage_err(op: &str, key: &str, e: JsValue) -> String {
 pub async fn get<T: DeserializeOwned>(area: Area, key: &str) -> Result<Option<T>, String> {
     let k = JsValue::from_str(key);
     let all = match area {
-        Area::Local => local_get(&k).await,
-        Area::Session => session_get(&k).await,
+        Area::Local => settle(local_get(&k)).await,
+        Area::Session => settle(session_get(&k)).await,
     }
     .map_err(|e| storage_err("get", key, e))?;
     let v = js_sys::Reflect::get(&all, &k).unwrap_or(JsValue::UNDEFINED);
@@ -53,8 +54,8 @@ pub async fn set<T: Serialize + ?Sized>(area: Area, key: &str, value: &T) -> Res
     js_sys::Reflect::set(&items, &JsValue::from_str(key), &to_js(value)?)
         .map_err(|e| storage_err("set", key, e))?;
     match area {
-        Area::Local => local_set(&items).await,
-        Area::Session => session_set(&items).await,
+        Area::Local => settle(local_set(&items)).await,
+        Area::Session => settle(session_set(&items)).await,
     }
     .map(drop)
     .map_err(|e| storage_err("set", key, e))
@@ -84,8 +85,8 @@ pub async fn get_many<K: AsRef<str>>(area: Area, keys: &[K]) -> Result<JsValue, 
         list.push(&JsValue::from_str(k.as_ref()));
     }
     match area {
-        Area::Local => local_get(&list).await,
-        Area::Session => session_get(&list).await,
+        Area::Local => settle(local_get(&list)).await,
+        Area::Session => settle(session_get(&list)).await,
     }
     .map_err(|e| storage_err("get", "(several keys)", e))
 }
@@ -108,7 +109,7 @@ pub async fn remove_session(keys: &[String]) -> Result<(), String> {
     for k in keys {
         list.push(&JsValue::from_str(k));
     }
-    session_remove(&list)
+    settle(session_remove(&list))
         .await
         .map(drop)
         .map_err(|e| storage_err("remove", &keys.join(","), e))

@@ -1,5 +1,6 @@
 //! chrome.tabGroups: find and label the automation group.
 
+use crate::js::settle;
 use crate::js::{error_text, from_js, to_js};
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
@@ -7,11 +8,11 @@ use wasm_bindgen::prelude::*;
 #[wasm_bindgen]
 extern "C" {
     #[wasm_bindgen(catch, js_namespace = ["chrome", "tabGroups"], js_name = get)]
-    async fn get_group(group_id: i32) -> Result<JsValue, JsValue>;
+    fn get_group(group_id: i32) -> Result<js_sys::Promise, JsValue>;
     #[wasm_bindgen(catch, js_namespace = ["chrome", "tabGroups"], js_name = query)]
-    async fn query_groups(query: &JsValue) -> Result<JsValue, JsValue>;
+    fn query_groups(query: &JsValue) -> Result<js_sys::Promise, JsValue>;
     #[wasm_bindgen(catch, js_namespace = ["chrome", "tabGroups"], js_name = update)]
-    async fn update_group(group_id: i32, props: &JsValue) -> Result<JsValue, JsValue>;
+    fn update_group(group_id: i32, props: &JsValue) -> Result<js_sys::Promise, JsValue>;
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -24,7 +25,7 @@ pub struct TabGroup {
 
 /// The group, or `None` when Chrome no longer knows it.
 pub async fn get(group_id: i32) -> Option<TabGroup> {
-    from_js(get_group(group_id).await.ok()?).ok()
+    from_js(settle(get_group(group_id)).await.ok()?).ok()
 }
 
 #[derive(Serialize)]
@@ -35,7 +36,7 @@ struct TitleQuery<'a> {
 pub async fn query_by_title(title: &str) -> Result<Vec<TabGroup>, String> {
     let q = to_js(&TitleQuery { title })?;
     from_js(
-        query_groups(&q)
+        settle(query_groups(&q))
             .await
             .map_err(|e| format!("chrome.tabGroups.query: {}", error_text(&e)))?,
     )
@@ -49,7 +50,7 @@ pub struct Look<'a> {
 }
 
 pub async fn update(group_id: i32, look: &Look<'_>) -> Result<(), String> {
-    update_group(group_id, &to_js(look)?)
+    settle(update_group(group_id, &to_js(look)?))
         .await
         .map(drop)
         .map_err(|e| format!("chrome.tabGroups.update: {}", error_text(&e)))
@@ -62,7 +63,7 @@ struct Title<'a> {
 
 /// Sets only the group's title.
 pub async fn set_title(group_id: i32, title: &str) -> Result<(), String> {
-    update_group(group_id, &to_js(&Title { title })?)
+    settle(update_group(group_id, &to_js(&Title { title })?))
         .await
         .map(drop)
         .map_err(|e| format!("chrome.tabGroups.update: {}", error_text(&e)))

@@ -1,5 +1,6 @@
 //! chrome.tabs: look up, create, update, group and close tabs.
 
+use crate::js::settle;
 use crate::js::{error_text, from_js, to_js};
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
@@ -7,23 +8,23 @@ use wasm_bindgen::prelude::*;
 #[wasm_bindgen]
 extern "C" {
     #[wasm_bindgen(catch, js_namespace = ["chrome", "tabs"], js_name = get)]
-    async fn get_tab(tab_id: i32) -> Result<JsValue, JsValue>;
+    fn get_tab(tab_id: i32) -> Result<js_sys::Promise, JsValue>;
     #[wasm_bindgen(catch, js_namespace = ["chrome", "tabs"], js_name = query)]
-    async fn query_tabs(query: &JsValue) -> Result<JsValue, JsValue>;
+    fn query_tabs(query: &JsValue) -> Result<js_sys::Promise, JsValue>;
     #[wasm_bindgen(catch, js_namespace = ["chrome", "tabs"], js_name = create)]
-    async fn create_tab(props: &JsValue) -> Result<JsValue, JsValue>;
+    fn create_tab(props: &JsValue) -> Result<js_sys::Promise, JsValue>;
     #[wasm_bindgen(catch, js_namespace = ["chrome", "tabs"], js_name = update)]
-    async fn update_tab(tab_id: i32, props: &JsValue) -> Result<JsValue, JsValue>;
+    fn update_tab(tab_id: i32, props: &JsValue) -> Result<js_sys::Promise, JsValue>;
     #[wasm_bindgen(catch, js_namespace = ["chrome", "tabs"], js_name = remove)]
-    async fn remove_tab(tab_id: i32) -> Result<JsValue, JsValue>;
+    fn remove_tab(tab_id: i32) -> Result<js_sys::Promise, JsValue>;
     #[wasm_bindgen(catch, js_namespace = ["chrome", "tabs"], js_name = group)]
-    async fn group_tabs(options: &JsValue) -> Result<JsValue, JsValue>;
+    fn group_tabs(options: &JsValue) -> Result<js_sys::Promise, JsValue>;
     #[wasm_bindgen(catch, js_namespace = ["chrome", "tabs"], js_name = sendMessage)]
-    async fn send_message_to(
+    fn send_message_to(
         tab_id: i32,
         message: &JsValue,
         options: &JsValue,
-    ) -> Result<JsValue, JsValue>;
+    ) -> Result<js_sys::Promise, JsValue>;
 }
 
 /// The fields of `tabs.Tab` the worker reads.
@@ -60,7 +61,7 @@ fn fail(op: &str, e: JsValue) -> String {
 }
 
 pub async fn get(tab_id: i32) -> Result<Tab, String> {
-    from_js(get_tab(tab_id).await.map_err(|e| fail("get", e))?)
+    from_js(settle(get_tab(tab_id)).await.map_err(|e| fail("get", e))?)
 }
 
 #[derive(Serialize, Default)]
@@ -73,7 +74,11 @@ pub struct Query {
 }
 
 pub async fn query(q: &Query) -> Result<Vec<Tab>, String> {
-    from_js(query_tabs(&to_js(q)?).await.map_err(|e| fail("query", e))?)
+    from_js(
+        settle(query_tabs(&to_js(q)?))
+            .await
+            .map_err(|e| fail("query", e))?,
+    )
 }
 
 #[derive(Serialize, Default)]
@@ -88,7 +93,7 @@ pub struct CreateProperties<'a> {
 
 pub async fn create(props: &CreateProperties<'_>) -> Result<Tab, String> {
     from_js(
-        create_tab(&to_js(props)?)
+        settle(create_tab(&to_js(props)?))
             .await
             .map_err(|e| fail("create", e))?,
     )
@@ -105,14 +110,14 @@ pub struct UpdateProperties<'a> {
 
 pub async fn update(tab_id: i32, props: &UpdateProperties<'_>) -> Result<Tab, String> {
     from_js(
-        update_tab(tab_id, &to_js(props)?)
+        settle(update_tab(tab_id, &to_js(props)?))
             .await
             .map_err(|e| fail("update", e))?,
     )
 }
 
 pub async fn remove(tab_id: i32) -> Result<(), String> {
-    remove_tab(tab_id)
+    settle(remove_tab(tab_id))
         .await
         .map(drop)
         .map_err(|e| fail("remove", e))
@@ -145,7 +150,11 @@ pub async fn group(tab_ids: &[i32], target: GroupTarget) -> Result<i32, String> 
         group_id,
         create_properties,
     })?;
-    from_js(group_tabs(&opts).await.map_err(|e| fail("group", e))?)
+    from_js(
+        settle(group_tabs(&opts))
+            .await
+            .map_err(|e| fail("group", e))?,
+    )
 }
 
 pub enum GroupTarget {
@@ -158,7 +167,7 @@ pub enum GroupTarget {
 /// before the extension).
 pub async fn send_message(tab_id: i32, message: &JsValue) -> Result<JsValue, String> {
     let top = to_js(&serde_json::json!({"frameId": 0}))?;
-    send_message_to(tab_id, message, &top)
+    settle(send_message_to(tab_id, message, &top))
         .await
         .map_err(|e| fail("sendMessage", e))
 }

@@ -1,6 +1,7 @@
 //! chrome.windows: the normal window that holds a new automation group.
 
 use crate::chrome::tabs::Tab;
+use crate::js::settle;
 use crate::js::{error_text, from_js, to_js};
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
@@ -8,9 +9,9 @@ use wasm_bindgen::prelude::*;
 #[wasm_bindgen]
 extern "C" {
     #[wasm_bindgen(catch, js_namespace = ["chrome", "windows"], js_name = create)]
-    async fn create_window(props: &JsValue) -> Result<JsValue, JsValue>;
+    fn create_window(props: &JsValue) -> Result<js_sys::Promise, JsValue>;
     #[wasm_bindgen(catch, js_namespace = ["chrome", "windows"], js_name = update)]
-    async fn update_window(window_id: i32, props: &JsValue) -> Result<JsValue, JsValue>;
+    fn update_window(window_id: i32, props: &JsValue) -> Result<js_sys::Promise, JsValue>;
 }
 
 #[derive(Debug, Deserialize)]
@@ -36,7 +37,7 @@ pub async fn create_normal(url: &str) -> Result<Window, String> {
         kind: "normal",
     })?;
     from_js(
-        create_window(&data)
+        settle(create_window(&data))
             .await
             .map_err(|e| format!("chrome.windows.create: {}", error_text(&e)))?,
     )
@@ -56,7 +57,7 @@ pub async fn resize(window_id: i32, width: u32, height: u32) -> Result<(), Strin
         height,
         state: "normal",
     })?;
-    update_window(window_id, &props)
+    settle(update_window(window_id, &props))
         .await
         .map(drop)
         .map_err(|e| format!("chrome.windows.update: {}", error_text(&e)))
@@ -69,7 +70,7 @@ struct Focus {
 
 /// Brings a window to the front (and makes it the last focused one).
 pub async fn focus(window_id: i32) -> Result<(), String> {
-    update_window(window_id, &to_js(&Focus { focused: true })?)
+    settle(update_window(window_id, &to_js(&Focus { focused: true })?))
         .await
         .map(drop)
         .map_err(|e| format!("chrome.windows.update: {}", error_text(&e)))

@@ -1,6 +1,7 @@
 //! What the HTTP transports share: `fetch` with the bearer header and an abort signal, reading
 //! a response body as a stream of byte chunks, and POSTing a result with bounded retries.
 
+use crate::js::settle;
 use crate::js::{error_text, sleep_ms, with_timeout};
 use js_sys::Uint8Array;
 use protocol::{CommandResult, ConnectionConfig};
@@ -9,7 +10,7 @@ use wasm_bindgen::prelude::*;
 #[wasm_bindgen]
 extern "C" {
     #[wasm_bindgen(catch, js_name = fetch)]
-    async fn fetch_js(url: &str, init: &RequestInit) -> Result<JsValue, JsValue>;
+    fn fetch_js(url: &str, init: &RequestInit) -> Result<js_sys::Promise, JsValue>;
 
     /// `fetch`'s options.
     #[wasm_bindgen(extends = js_sys::Object)]
@@ -121,7 +122,7 @@ pub async fn request(
     if let Some(a) = abort {
         init.set_signal(&a.0.signal());
     }
-    let raw: FetchResponse = fetch_js(url, &init)
+    let raw: FetchResponse = settle(fetch_js(url, &init))
         .await
         .map_err(|e| format!("Cannot reach {url}: {}", error_text(&e)))?
         .unchecked_into();
