@@ -4,7 +4,7 @@
 //! screenshot, its coordinate scale, read_page's viewport, find's points) must be the layout
 //! that stays, not the one about to change.
 
-use browser_operator_e2e::{images, tabs_context, Backend, BrowserOptions, Page, Result};
+use browser_operator_e2e::{images, tabs_context, Backend, BrowserOptions, Error, Page, Result};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
@@ -25,6 +25,16 @@ const LOCATE_MAGENTA: &str = r#"(async (data, mime) => {
   }
   return n ? [sx / n, sy / n, bmp.width, bmp.height] : null;
 })"#;
+
+/// An error (not a panic) when `ok` is false, so that the test can tell what the worker saw of
+/// the debugging bar before it fails.
+fn check(ok: bool, message: impl FnOnce() -> String) -> Result<()> {
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::new(message()))
+    }
+}
 
 struct Shot {
     width: u32,
@@ -99,50 +109,53 @@ async fn first_look(backend: &Backend, harness: &Page, tab: i64, url: &str) -> R
         ))
         .await?;
     let seen: Vec<f64> = serde_json::from_value(seen.clone())
-        .unwrap_or_else(|_| panic!("no corner button in the screenshot: {seen}"));
-    assert_eq!(
-        (seen[2], seen[3]),
-        (f64::from(shot.width), f64::from(shot.height))
-    );
+        .map_err(|_| Error::new(format!("no corner button in the screenshot: {seen}")))?;
+    check(
+        (seen[2], seen[3]) == (f64::from(shot.width), f64::from(shot.height)),
+        || {
+            format!(
+                "the image is {}x{}, its answer says {}x{}",
+                seen[2], seen[3], shot.width, shot.height
+            )
+        },
+    )?;
     let footer = tree.lines().last().unwrap_or("").to_string();
     if let Some(rest) = Duration::from_secs(1).checked_sub(looked.elapsed()) {
         tokio::time::sleep(rest).await;
     }
 
     let viewport = backend.js(tab, "innerWidth + 'x' + innerHeight").await?;
-    assert_eq!(
-        footer,
-        format!("Viewport: {viewport}"),
-        "tab {tab}: read_page's first viewport is not the viewport a second later"
-    );
+    check(footer == format!("Viewport: {viewport}"), || {
+        format!("tab {tab}: read_page's first viewport ({footer}) is not the viewport a second later ({viewport})")
+    })?;
     // A click where the first screenshot shows the button, in its coordinates.
     let hits = click(backend, tab, seen[0], seen[1]).await?;
-    assert_eq!(
-        hits,
-        "corner",
-        "tab {tab}: a click at ({:.0}, {:.0}) of the first screenshot ({}x{}) missed the button (viewport {viewport} a second later)",
-        seen[0],
-        seen[1],
-        shot.width,
-        shot.height
-    );
+    check(hits == "corner", || {
+        format!(
+            "tab {tab}: a click at ({:.0}, {:.0}) of the first screenshot ({}x{}) missed the button (clicks: {hits:?}; viewport {viewport} a second later)",
+            seen[0], seen[1], shot.width, shot.height
+        )
+    })?;
     // find's point, given at the first look.
     let line = found
         .lines()
         .find(|l| l.contains("button \"Corner\""))
-        .unwrap_or_else(|| panic!("{found}"));
+        .ok_or_else(|| Error::new(format!("no Corner button in find's answer: {found}")))?;
     let (fx, fy) = point(line);
-    assert_eq!(
-        click(backend, tab, fx as f64, fy as f64).await?,
-        "corner,corner",
-        "tab {tab}: find's first point ({fx}, {fy}) missed the button"
-    );
+    let hits = click(backend, tab, fx as f64, fy as f64).await?;
+    check(hits == "corner,corner", || {
+        format!("tab {tab}: find's first point ({fx}, {fy}) missed the button (clicks: {hits:?})")
+    })?;
     let again = screenshot(backend, tab).await?;
-    assert_eq!(
-        (shot.width, shot.height),
-        (again.width, again.height),
-        "tab {tab}: the first screenshot's size is not the viewport's a second later ({viewport})"
-    );
+    check(
+        (shot.width, shot.height) == (again.width, again.height),
+        || {
+            format!(
+            "tab {tab}: the first screenshot's size ({}x{}) is not the one a second later ({}x{}, viewport {viewport})",
+            shot.width, shot.height, again.width, again.height
+        )
+        },
+    )?;
     Ok(viewport)
 }
 
@@ -236,7 +249,13 @@ async fn the_first_look_at_a_new_tab_is_the_layout_that_stays() -> Result<()> {
             }
             let look = first_look(&backend, &harness, tab, &url).await;
             moved.extend(bar_log(&mut logs, worker.session_id()));
-            look?;
+            if let Err(e) = look {
+                return Err(Error::new(format!(
+                    "round {round}, new tab {k}, {:.1} s in: {e}\nthe worker saw of the debugging bar:\n{}",
+                    started.elapsed().as_secs_f64(),
+                    moved.join("\n")
+                )));
+            }
             looks += 1;
         }
     }

@@ -17,11 +17,16 @@ use crate::vec_map::{VecMap, VecSet};
 use serde_json::{json, Value};
 use std::cell::{Cell, RefCell};
 
-/// How long after the attach (or the tab's creation) the change may come. On a quiet machine the
-/// slowest seen was 268 ms; on a 2-core CI machine running three browsers at once the bar once
-/// came more than 600 ms after the attach (the bound this replaced), after the agent's next
-/// command had scrolled the page. A wait only lasts this long when no change comes at all.
+/// How long after the attach (or the tab's creation) the change may come, until this worker has
+/// seen the bar move a viewport. On a quiet machine the slowest seen was 268 ms; on a 2-core CI
+/// machine running three browsers at once the bar once came more than 600 ms after the attach
+/// (the bound this replaced), after the agent's next command had scrolled the page. A wait only
+/// lasts this long when no change comes at all.
 const BOUND_MS: f64 = 1_200.0;
+/// The same once the bar has moved a viewport in this worker's life: this browser shows it, so a
+/// wait that was due ends with its change however late a loaded machine brings it, and the bound
+/// is only a backstop.
+const SEEN_BOUND_MS: f64 = 3_000.0;
 /// After the change, the viewport must hold still this long (closing the bar is animated).
 const STILL_MS: f64 = 40.0;
 /// Past this, a change that started still has to hold still.
@@ -50,8 +55,19 @@ thread_local! {
     /// Tabs whose viewport is being settled: other callers wait for it.
     static SETTLING: RefCell<VecSet<i32>> = const { RefCell::new(VecSet::new()) };
     static QUIET: Cell<u32> = const { Cell::new(0) };
+    /// The bar has moved a viewport since this worker started.
+    static SEEN: Cell<bool> = const { Cell::new(false) };
     /// Per tab, until when a navigation may still move its viewport.
     static NAVIGATED: RefCell<VecMap<i32, f64>> = const { RefCell::new(VecMap::new()) };
+}
+
+/// How long after its trigger a change may still come.
+fn bound() -> f64 {
+    if SEEN.with(Cell::get) {
+        SEEN_BOUND_MS
+    } else {
+        BOUND_MS
+    }
 }
 
 /// The tab's top frame committed a navigation or fired its load event (CDP `Page` events; the
@@ -113,7 +129,7 @@ pub fn tab_created(tab: i32) {
     let now = now_ms();
     CREATED.with(|c| {
         let mut c = c.borrow_mut();
-        c.retain(|_, at| now - *at < BOUND_MS);
+        c.retain(|_, at| now - *at < SEEN_BOUND_MS);
         c.entry(tab).or_insert(now);
     });
 }
@@ -135,12 +151,12 @@ pub fn after_attach(tab: i32, bar_shown: bool, attached_at: f64) {
             .with(Cell::get)
             .is_none_or(|t| attached_at - t >= BAR_KEPT_MS);
     if may_show {
-        BAR_DUE.with(|d| d.set(d.get().max(attached_at + BOUND_MS)));
+        BAR_DUE.with(|d| d.set(d.get().max(attached_at + bound())));
     }
     // Another tab's attach a moment ago may have shown the bar; a new tab gets it late.
     let bar_due = BAR_DUE.with(Cell::get);
     let created = CREATED.with(|c| c.borrow().get(&tab).copied());
-    let young = created.map(|at| at + BOUND_MS);
+    let young = created.map(|at| at + bound());
     let deadline = young.unwrap_or(0.0).max(bar_due);
     if deadline <= now_ms() || QUIET.with(Cell::get) >= QUIET_LIMIT {
         return;
@@ -168,6 +184,7 @@ async fn watch_after_attach(tab: i32, deadline: f64, attached_at: f64, early: bo
     match watch(tab, deadline).await {
         Some((before, after, at)) => {
             QUIET.with(|q| q.set(0));
+            SEEN.with(|s| s.set(true));
             log(&format!(
                 "tab {tab}: the debugging bar moved the viewport from {}x{} to {}x{}, {} ms after the attach",
                 before.0,
@@ -178,8 +195,15 @@ async fn watch_after_attach(tab: i32, deadline: f64, attached_at: f64, early: bo
             ));
         }
         // Measured too late to tell (the change may have come before): proves nothing.
-        None if !early => {}
+        None if !early => log(&format!(
+            "tab {tab}: the viewport did not change within {} ms after the attach (first measured too late to tell whether the debugging bar had come)",
+            (now_ms() - attached_at).round()
+        )),
         None => {
+            log(&format!(
+                "tab {tab}: the debugging bar did not move the viewport within {} ms after the attach",
+                (now_ms() - attached_at).round()
+            ));
             let quiet = QUIET.with(|q| {
                 q.set(q.get() + 1);
                 q.get()
@@ -203,7 +227,7 @@ impl Drop for Settling {
 
 /// Waits (bounded) while another caller settles the tab's viewport after its attach.
 pub async fn settled(tab: i32) {
-    let until = now_ms() + BOUND_MS + STILL_BOUND_MS + 1_000.0;
+    let until = now_ms() + SEEN_BOUND_MS + STILL_BOUND_MS + 1_000.0;
     while SETTLING.with(|s| s.borrow().contains(&tab)) && now_ms() < until {
         sleep_ms(POLL_MS).await;
     }
