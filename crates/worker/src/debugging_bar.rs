@@ -23,9 +23,9 @@ use std::cell::{Cell, RefCell};
 /// (the bound this replaced), after the agent's next command had scrolled the page. A wait only
 /// lasts this long when no change comes at all.
 const BOUND_MS: f64 = 1_200.0;
-/// The same once the bar has moved a viewport in this worker's life: this browser shows it, so a
-/// wait that was due ends with its change however late a loaded machine brings it, and the bound
-/// is only a backstop.
+/// The same for a wait first measured before any change could come, once the bar has moved a
+/// viewport in this worker's life: this browser shows it, so such a wait ends with its change
+/// however late a loaded machine brings it, and the bound is only a backstop.
 const SEEN_BOUND_MS: f64 = 3_000.0;
 /// After the change, the viewport must hold still this long (closing the bar is animated).
 const STILL_MS: f64 = 40.0;
@@ -61,12 +61,15 @@ thread_local! {
     static NAVIGATED: RefCell<VecMap<i32, f64>> = const { RefCell::new(VecMap::new()) };
 }
 
-/// How long after its trigger a change may still come.
-fn bound() -> f64 {
+/// How much longer than `BOUND_MS` a wait first measured early may last: `SEEN_BOUND_MS` once the
+/// bar has moved a viewport in this worker's life. A wait measured late cannot tell whether the
+/// change came before it, so it keeps `BOUND_MS`: a tab attached a while after its creation
+/// waits no longer than it did.
+fn extension_when_early() -> f64 {
     if SEEN.with(Cell::get) {
-        SEEN_BOUND_MS
+        SEEN_BOUND_MS - BOUND_MS
     } else {
-        BOUND_MS
+        0.0
     }
 }
 
@@ -129,7 +132,7 @@ pub fn tab_created(tab: i32) {
     let now = now_ms();
     CREATED.with(|c| {
         let mut c = c.borrow_mut();
-        c.retain(|_, at| now - *at < SEEN_BOUND_MS);
+        c.retain(|_, at| now - *at < BOUND_MS);
         c.entry(tab).or_insert(now);
     });
 }
@@ -151,12 +154,12 @@ pub fn after_attach(tab: i32, bar_shown: bool, attached_at: f64) {
             .with(Cell::get)
             .is_none_or(|t| attached_at - t >= BAR_KEPT_MS);
     if may_show {
-        BAR_DUE.with(|d| d.set(d.get().max(attached_at + bound())));
+        BAR_DUE.with(|d| d.set(d.get().max(attached_at + BOUND_MS)));
     }
     // Another tab's attach a moment ago may have shown the bar; a new tab gets it late.
     let bar_due = BAR_DUE.with(Cell::get);
     let created = CREATED.with(|c| c.borrow().get(&tab).copied());
-    let young = created.map(|at| at + bound());
+    let young = created.map(|at| at + BOUND_MS);
     let deadline = young.unwrap_or(0.0).max(bar_due);
     if deadline <= now_ms() || QUIET.with(Cell::get) >= QUIET_LIMIT {
         return;
@@ -176,6 +179,11 @@ pub fn after_attach(tab: i32, bar_shown: bool, attached_at: f64) {
             return;
         }
         let early = now_ms() - trigger < EARLY_MS;
+        let deadline = if early {
+            deadline + extension_when_early()
+        } else {
+            deadline
+        };
         watch_after_attach(tab, deadline, attached_at, early).await;
     });
 }
