@@ -18,6 +18,8 @@ const KEPT_PER_TAB: usize = 10;
 /// while the worker runs).
 const STORED_BYTES: usize = 3 << 20;
 const STORED_INDEX_KEY: &str = "keptImages";
+/// How long after a screenshot's answer its image is written to storage (see `store_image`).
+const STORE_AFTER_MS: u32 = 5;
 
 pub struct Image {
     pub data: String,
@@ -86,9 +88,11 @@ async fn stored_index() -> Vec<StoredImage> {
 
 /// Keeps the image in session storage within the byte bound, dropping the oldest.
 async fn store_image(tab: i32, id: String, n: u32, image: Rc<Image>) {
-    // After the answer: a timer's task runs once the tasks that send the result have run, so
-    // the write's conversions and its call into Chrome are not on the screenshot's path.
-    crate::js::sleep_ms(0).await;
+    // After the answer has left: Chrome hands a large WebSocket frame to the network in more
+    // than one task of the worker's, and a 0 ms timer's task ran among them (the write's
+    // conversions and its call into Chrome take 0.3-1.0 ms of the thread), holding the
+    // screenshot's answer back by about 0.8 ms.
+    crate::js::sleep_ms(STORE_AFTER_MS).await;
     let lock = WRITER.with(Rc::clone);
     let _one = lock.lock().await;
     let mut list = stored_index().await;
