@@ -143,8 +143,13 @@ async fn the_person_sees_the_agent_act_stops_it_and_reads_what_it_did() -> Resul
             .observe(document, {subtree: true, childList: true, attributes: true, characterData: true}); true",
     )
     .await?;
+    // The badge and the group's title are taken down by two calls: wait for both.
     until("the sign from the first commands to go", WAIT, || async {
-        Ok(sign(&popup, tab).await?["badge"] == "")
+        let now = sign(&popup, tab).await?;
+        Ok(now["badge"] == ""
+            && now["group"]
+                .as_str()
+                .is_some_and(|g| !g.starts_with('\u{25CF}')))
     })
     .await?;
     let quiet = sign(&popup, tab).await?;
