@@ -21,9 +21,40 @@ function pageText(max) {
     const root = doc.body || doc.documentElement;
     text = root ? (root.innerText || root.textContent || "") : "";
   }
-  // Whitespace collapsed: runs of spaces to one, no blank lines, no indents. Single spaces
-  // (most of them) are left as they are rather than replaced one by one.
-  text = text.replace(/[ \t\f\v\u00a0]{2,}|[\t\f\v\u00a0]/g, " ").replace(/ ?\n\s*/g, "\n").trim();
+  // Whitespace collapsed: runs of spaces to one, no blank lines, no indents. innerText has
+  // collapsed the spaces of ordinary text already; tables leave tabs, preformatted text runs of
+  // spaces. Each step is a search for one string (a fast scan) rather than a regular expression
+  // over a class of characters, and the line breaks are found by search and the text between
+  // them copied in slices: on the bench's article (100,000 characters, tabs in it) 0.2 ms,
+  // where the two regular expressions this replaces took 0.45 ms beside innerText's 1.5 ms.
+  for (const c of ["\t", "\f", "\v", "\u00a0"]) {
+    if (text.indexOf(c) >= 0) text = text.replaceAll(c, " ");
+  }
+  if (text.indexOf("  ") >= 0) text = text.replace(/ {2,}/g, " ");
+  // Then each line break takes the space before it and all whitespace after it.
+  const spaceAt = (i) => {
+    const c = text.charCodeAt(i);
+    return c === 32 || (c >= 9 && c <= 13) || c === 0xa0 || c === 0x1680 ||
+      (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 || c === 0x202f ||
+      c === 0x205f || c === 0x3000 || c === 0xfeff;
+  };
+  const pieces = [];
+  let from = 0;
+  for (let at = text.indexOf("\n"); at >= 0; ) {
+    const end = at > from && text.charCodeAt(at - 1) === 32 ? at - 1 : at;
+    let next = at + 1;
+    while (next < text.length && spaceAt(next)) next++;
+    if (end !== at || next !== at + 1) {
+      pieces.push(text.slice(from, end), "\n");
+      from = next;
+    }
+    at = next < text.length ? text.indexOf("\n", next) : -1;
+  }
+  if (from > 0) {
+    pieces.push(text.slice(from));
+    text = pieces.join("");
+  }
+  text = text.trim();
   const total = text.length;
   if (total > max) {
     // Not between the two halves of a character outside the BMP (an emoji): half of one is no

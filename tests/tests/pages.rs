@@ -685,11 +685,12 @@ async fn bounds_filters_subtrees_and_page_text() -> Result<()> {
 
     // get_page_text of nested regions: the outer one (it holds the inner one's text), not the
     // navigation beside it nor a short region; whitespace collapsed (tabs, no-break spaces,
-    // runs of spaces, blank lines, indents of preformatted text).
+    // runs of spaces, blank lines, indents of preformatted text, wide spaces after a line
+    // break, form feeds, a table's cells).
     js(
         &backend,
         tab,
-        r#"document.body.innerHTML = `<nav>Site nav</nav><main><h1>Main   title</h1><article><p>${'Inner article text. '.repeat(12)}</p></article><p>After\t\u00a0 the\u00a0article.</p><pre>  line one\n\n\n    line two  </pre></main><div role="main">short</div>`; 1"#,
+        r#"document.body.innerHTML = `<nav>Site nav</nav><main><h1>Main   title</h1><article><p>${'Inner article text. '.repeat(12)}</p></article><p>After\t\u00a0 the\u00a0article.</p><pre>  line one\n\n\n    line two  \n\u2003\u2003line three\fand\vend \u00a0\n</pre><table><tr><td>cell one</td><td>cell two</td></tr></table></main><div role="main">short</div>`; 1"#,
     )
     .await?;
     let text = backend.text("get_page_text", json!({"tabId": tab})).await?;
@@ -697,7 +698,9 @@ async fn bounds_filters_subtrees_and_page_text() -> Result<()> {
     let inner = ["Inner article text."; 12].join(" ");
     assert_eq!(
         body,
-        format!("Main title\n{inner}\nAfter the article.\nline one\nline two"),
+        format!(
+            "Main title\n{inner}\nAfter the article.\nline one\nline two\nline three and end\ncell one cell two"
+        ),
         "{text}"
     );
 
