@@ -79,16 +79,31 @@
 
   window.addEventListener("message", onMessage);
 
-  // Only this extension reaches a content script's onMessage; the sender is checked anyway. A
-  // failure answers null, and the worker reads the page over CDP instead (which reports it).
-  chrome.runtime.onMessage.addListener((message, sender, reply) => {
-    if (sender.id !== chrome.runtime.id || !message || message.type !== "pageText") return;
-    let text = null;
-    try {
-      if (Number.isSafeInteger(message.max) && message.max > 0) text = pageText(message.max);
-    } catch {
-      text = null;
+  // The worker's questions come on a port it opens to this frame and keeps while the page
+  // lasts (a message of its own each time takes twice as long); each answer carries its
+  // question's number. Only this extension can connect to its content script; the sender is
+  // checked anyway. A failed read answers null, and the worker reads the page over CDP instead
+  // (which reports it).
+  chrome.runtime.onConnect.addListener((port) => {
+    if (port.sender?.id !== chrome.runtime.id || port.name !== "worker") {
+      port.disconnect();
+      return;
     }
-    reply(text);
+    port.onMessage.addListener((message) => {
+      if (!message || typeof message !== "object") return;
+      let answer = null;
+      try {
+        if (message.type === "pageText" && Number.isSafeInteger(message.max) && message.max > 0) {
+          answer = pageText(message.max);
+        }
+      } catch {
+        answer = null;
+      }
+      try {
+        port.postMessage({ n: message.n, answer });
+      } catch {
+        // The worker went (the page's port with it): nobody waits for this answer.
+      }
+    });
   });
 })();

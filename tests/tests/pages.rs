@@ -744,6 +744,19 @@ async fn bounds_filters_subtrees_and_page_text() -> Result<()> {
     let text = backend.text("get_page_text", json!({"tabId": tab})).await?;
     assert!(text.ends_with("\n\nThe real text of the page."), "{text}");
 
+    // The worker keeps a port to the page's content script: questions asked at once each get
+    // their own answer, and after a navigation the new page answers, not the old one.
+    let (a, b, c) = tokio::join!(
+        backend.text("get_page_text", json!({"tabId": tab})),
+        backend.text("get_page_text", json!({"tabId": tab})),
+        backend.text("get_page_text", json!({"tabId": tab})),
+    );
+    assert_eq!((a?, b?), (text.clone(), text.clone()));
+    assert_eq!(c?, text);
+    backend.navigate(tab, &fixtures.url("hello.html")).await?;
+    let hello = backend.text("get_page_text", json!({"tabId": tab})).await?;
+    assert!(hello.starts_with("Title: Fixture: hello\n"), "{hello}");
+
     // A page the content script does not run in (about:blank, as a new tab opens): the same
     // answer, read over CDP.
     let blank = backend.new_tab().await?;
@@ -1743,10 +1756,10 @@ async fn an_extension_api_that_throws_at_once_is_an_error_not_a_hang() -> Result
     }
     assert_eq!(js(&backend, tab, "1 + 1").await?, "2");
 
-    // The content script's message refused: get_page_text reads the page over CDP instead.
-    worker.eval(&refuse("'chrome.tabs.sendMessage'")).await?;
+    // No port to the content script: get_page_text reads the page over CDP instead.
+    worker.eval(&refuse("'chrome.tabs.connect'")).await?;
     let out = bounded("get_page_text", json!({"tabId": tab})).await?;
-    worker.eval(&restore("'chrome.tabs.sendMessage'")).await?;
+    worker.eval(&restore("'chrome.tabs.connect'")).await?;
     match out.outcome {
         Outcome::Result { result } => {
             assert!(

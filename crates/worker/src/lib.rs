@@ -12,6 +12,7 @@ mod btcp;
 mod cdp;
 mod changes;
 mod chrome;
+mod content_script;
 mod control;
 mod debugging_bar;
 mod file_input;

@@ -19,12 +19,8 @@ extern "C" {
     fn remove_tab(tab_id: i32) -> Result<js_sys::Promise, JsValue>;
     #[wasm_bindgen(catch, js_namespace = ["chrome", "tabs"], js_name = group)]
     fn group_tabs(options: &JsValue) -> Result<js_sys::Promise, JsValue>;
-    #[wasm_bindgen(catch, js_namespace = ["chrome", "tabs"], js_name = sendMessage)]
-    fn send_message_to(
-        tab_id: i32,
-        message: &JsValue,
-        options: &JsValue,
-    ) -> Result<js_sys::Promise, JsValue>;
+    #[wasm_bindgen(catch, js_namespace = ["chrome", "tabs"], js_name = connect)]
+    fn connect_to(tab_id: i32, info: &JsValue) -> Result<super::runtime::Port, JsValue>;
 }
 
 /// The fields of `tabs.Tab` the worker reads.
@@ -162,12 +158,10 @@ pub enum GroupTarget {
     NewInWindow(i32),
 }
 
-/// Asks the extension's content script in a tab's top frame; its answer as the browser gives it.
-/// Fails at once when no content script listens there (a page it does not run in, or one loaded
-/// before the extension).
-pub async fn send_message(tab_id: i32, message: &JsValue) -> Result<JsValue, String> {
-    let top = to_js(&serde_json::json!({"frameId": 0}))?;
-    settle(send_message_to(tab_id, message, &top))
-        .await
-        .map_err(|e| fail("sendMessage", e))
+/// Opens a port named `name` to the extension's content script in a tab's top frame. Where no
+/// content script listens (a page it does not run in, or one loaded before the extension), the
+/// port is returned all the same and disconnects at once.
+pub fn connect(tab_id: i32, name: &str) -> Result<super::runtime::Port, String> {
+    let info = to_js(&serde_json::json!({"frameId": 0, "name": name}))?;
+    connect_to(tab_id, &info).map_err(|e| fail("connect", e))
 }
