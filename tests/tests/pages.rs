@@ -1744,9 +1744,16 @@ async fn an_extension_api_that_throws_at_once_is_an_error_not_a_hang() -> Result
         .eval(&refuse("'chrome.debugger.sendCommand'"))
         .await?;
     let out = bounded("javascript_tool", json!({"tabId": tab, "text": "1+1"})).await?;
+    // get_page_text asks the page's content script on its port, without CDP.
+    let text = bounded("get_page_text", json!({"tabId": tab})).await?;
     worker
         .eval(&restore("'chrome.debugger.sendCommand'"))
         .await?;
+    assert!(
+        matches!(&text.outcome, Outcome::Result { result }
+            if result.joined_text().starts_with("Title: Fixture: hello")),
+        "{text:?}"
+    );
     match out.outcome {
         Outcome::Error { error } => assert!(
             error.contains("Error in invocation of chrome.debugger.sendCommand: refused"),
