@@ -1,6 +1,7 @@
 //! Diagnostic: where one command's time goes inside the worker. Every extension API call the
 //! worker makes (each `chrome.debugger.sendCommand` by its CDP method, each
-//! `chrome.storage.*.set` by the keys it writes) and every WebSocket frame in and out is
+//! `chrome.storage.*.set` by the keys it writes, each question on a port to a content script
+//! from its `postMessage` to its answer) and every WebSocket frame in and out is
 //! timestamped in the worker by wrappers installed over CDP (nothing in the extension changes:
 //! the wasm's bindings look the chrome.* functions up at each call, and the WebSocket opened
 //! after the server's restart is made by the wrapped constructor). Then commands run one after
@@ -83,6 +84,28 @@ const TRACE_JS: &str = r#"(() => {
     const r = send.call(this, d);
     trace.push([t0, t0, "WebSocket send, frame out", now() - t0]);
     return r;
+  };
+  // A port to a content script (get_page_text's questions): each question from its
+  // postMessage to the reply with its number.
+  const connect0 = chrome.tabs.connect;
+  chrome.tabs.connect = function (...a) {
+    const port = connect0.apply(chrome.tabs, a);
+    const asked = new Map();
+    const post = port.postMessage;
+    port.postMessage = function (m) {
+      const t0 = now();
+      asked.set(m && m.n, t0);
+      const r = post.call(port, m);
+      asked.set(m && m.n, [t0, now() - t0]);
+      return r;
+    };
+    port.onMessage.addListener((r) => {
+      const t = asked.get(r && r.n);
+      if (!t) return;
+      asked.delete(r.n);
+      trace.push([t[0], now(), "port question to its answer", t[1]]);
+    });
+    return port;
   };
   function Traced(...a) {
     const w = new WS(...a);
