@@ -40,8 +40,8 @@ impl Port {
         self.on_message().add_listener(listener);
     }
 
-    /// Calls `listener` once the other end disconnects (or never connected). Chrome's reason
-    /// (`runtime.lastError`) is read there, so Chrome does not log it as unchecked.
+    /// Calls `listener` once the other end disconnects (or never connected). The listener
+    /// should read Chrome's reason ([`last_error`]), or Chrome logs it as unchecked.
     pub fn on_disconnected(&self, listener: &js_sys::Function) {
         self.on_disconnect().add_listener(listener);
     }
