@@ -321,12 +321,12 @@ async fn the_person_sees_the_agent_act_stops_it_and_reads_what_it_did() -> Resul
         page_eval(&browser, &page, "window.pausedRan ?? null").await?,
         Value::Null
     );
-    // The log is written in batches, off the commands' path (within 200 ms of an entry): stored,
-    // the refused command's entry included, before the worker stops.
+    // The log is written in batches, off the commands' path (within 200 ms of an entry), each
+    // entry as JSON text: stored, the refused command's entry included, before the worker stops.
     let worker = browser.worker().await?;
     until("the log stored", WAIT, || async {
         let stored = worker
-            .eval("chrome.storage.session.get(null).then((s) => Object.entries(s).filter(([k, v]) => k.startsWith('activityLog.') && v?.e?.outcome === 'paused').length)")
+            .eval("chrome.storage.session.get(null).then((s) => Object.entries(s).filter(([k, v]) => k.startsWith('activityLog.') && typeof v === 'string' && JSON.parse(v).e?.outcome === 'paused').length)")
             .await?;
         Ok(stored.as_u64().unwrap_or(0) >= 1)
     })
