@@ -178,13 +178,13 @@ async fn the_watchdog_starts_a_stopped_worker_again_without_the_alarm() -> Resul
                 .await
         })
     };
-    // All received once the worker's stored delivery state lists the second as waiting and
-    // the read as reading.
+    // All received once the worker's stored delivery state (each ledger entry JSON text) lists
+    // the second as waiting and the read as reading.
     let worker = browser.worker().await?;
     let deadline = Instant::now() + WAIT;
     while worker
         .eval(
-            "chrome.storage.session.get(null).then((all) => Object.values(all).filter((v) => v?.s === 'queued' || v?.s === 'reading').map((v) => v.s).sort().join(' '))",
+            "chrome.storage.session.get(null).then((all) => Object.entries(all).filter(([k]) => k.startsWith('delivery.')).map(([, v]) => JSON.parse(v).s).filter((s) => s === 'queued' || s === 'reading').sort().join(' '))",
         )
         .await?
         != json!("queued reading")

@@ -1,7 +1,8 @@
 //! What of delivery survives a worker restart, in chrome.storage.session: the ledger of ids
 //! executed, running or queued, as a ring of `SEEN_MAX` slots (`delivery.0` …
 //! `delivery.511`), one small entry per id, so a command writes only its own entry; and
-//! undelivered results under their own key, written only when the outbox changes.
+//! undelivered results under their own key, written only when the outbox changes. Every value
+//! is stored as JSON text.
 //!
 //! No command waits for a write's answer. Chrome handles a worker's extension API calls in the
 //! order the worker makes them, and applies a session-storage write when it handles it. A
@@ -61,23 +62,14 @@ struct Slot {
 }
 
 impl Slot {
-    /// The stored object, built field by field: on a starting command's path, three fields
-    /// cost less this way than as JSON text parsed by the browser.
-    fn to_js(&self) -> wasm_bindgen::JsValue {
-        let stage = match self.s {
-            Stage::Queued => "queued",
-            Stage::Running => "running",
-            Stage::Reading => "reading",
-            Stage::Done => "done",
-        };
-        let o = js_sys::Object::new();
-        let set = |k: &str, v: wasm_bindgen::JsValue| {
-            let _ = js_sys::Reflect::set(&o, &k.into(), &v);
-        };
-        set("id", self.id.as_str().into());
-        set("n", (self.n as f64).into());
-        set("s", stage.into());
-        o.into()
+    /// The stored value: JSON text. Chrome clones a string into storage faster than an object
+    /// (one entry, from the worker: the `set` call held it 0.05-0.08 ms against 0.07-0.10 ms for
+    /// the object built field by field, which was itself cheaper than JSON text parsed by the
+    /// browser).
+    fn to_js(&self) -> Result<wasm_bindgen::JsValue, String> {
+        serde_json::to_string(self)
+            .map(|text| text.into())
+            .map_err(|e| e.to_string())
     }
 }
 
@@ -199,10 +191,12 @@ fn issue(starting: bool) {
         Err(e) => log(&format!("cannot store {key}: {e}")),
     };
     for (key, slot) in &slots {
-        put(key, Ok(slot.to_js()));
+        put(key, slot.to_js());
     }
     if let Some(outbox) = &outbox {
-        put(OUTBOX_KEY, crate::js::to_js(outbox));
+        // As JSON text too: not parsed into an object only for Chrome to clone it.
+        let text = serde_json::to_string(outbox).map_err(|e| e.to_string());
+        put(OUTBOX_KEY, text.map(Into::into));
     }
     let written = storage::set_session_now(&items);
     with(|d| d.store.issued(starting));
@@ -288,19 +282,21 @@ async fn restore_once() {
             return;
         }
     };
+    // Each value is JSON text (`storage.session` is cleared when the extension is updated, so
+    // no other form is stored).
     let field = |key: &str| {
         js_sys::Reflect::get(&stored, &key.into())
             .ok()
-            .filter(|v| !v.is_undefined() && !v.is_null())
+            .and_then(|v| v.as_string())
     };
     let mut slots: Vec<Slot> = keys[..SEEN_MAX]
         .iter()
         .filter_map(|k| field(k))
-        .filter_map(|v| crate::js::from_js(v).ok())
+        .filter_map(|text| crate::js::parse_json(&text).ok())
         .collect();
     protocol::sort::sort_by_key(&mut slots, |slot| slot.n);
     let outbox: Vec<CommandResult> = field(OUTBOX_KEY)
-        .and_then(|v| crate::js::from_js(v).ok())
+        .and_then(|text| crate::js::parse_json(&text).ok())
         .unwrap_or_default();
     with(|d| {
         for r in outbox {
