@@ -7,9 +7,10 @@
 //! Stored as a ring of `MAX` slots (`activityLog.0` … `activityLog.199`), each entry under the
 //! slot of its number, so a batch writes only the entries recorded since the last one (the
 //! whole list in one value cost the worker 2–4 ms of every 200 under a stream of commands).
-//! Each slot holds its entry as JSON text, not as an object: Chrome clones a string into
-//! storage far faster than an object of eight fields (60 entries in one `set`, from the
-//! worker: the call held it 0.3 ms against 1.0 ms, and was answered in 0.8 against 2.1 ms).
+//! Each slot holds its entry as JSON text (`storage::json_text`), not as an object: Chrome
+//! clones a string into storage far faster than an object of eight fields (60 entries in one
+//! `set`, from the worker: the call held it 0.3 ms against 1.0 ms, and was answered in 0.8
+//! against 2.1 ms).
 
 use crate::chrome::storage::{self, Area};
 use crate::js::{log, now_ms, sleep_ms};
@@ -255,8 +256,7 @@ async fn restore() {
     let mut stored: Vec<Slot> = match storage::get_many(Area::Session, &keys).await {
         Ok(found) => keys
             .iter()
-            .filter_map(|k| storage::field::<String>(&found, k))
-            .filter_map(|text| crate::js::parse_json::<Slot>(&text).ok())
+            .filter_map(|k| storage::json_field::<Slot>(&found, k))
             .collect(),
         Err(e) => {
             log(&format!("cannot read the activity log: {e}"));
@@ -319,9 +319,9 @@ async fn write() {
     }
     let items = js_sys::Object::new();
     for (key, slot) in &slots {
-        match serde_json::to_string(slot) {
-            Ok(text) => {
-                let _ = js_sys::Reflect::set(&items, &key.into(), &text.into());
+        match storage::json_text(slot) {
+            Ok(v) => {
+                let _ = js_sys::Reflect::set(&items, &key.into(), &v);
             }
             Err(e) => log(&format!("cannot store the activity log: {e}")),
         }
