@@ -15,7 +15,6 @@
 use crate::chrome::storage::{self, Area};
 use crate::js::{log, now_ms, sleep_ms};
 use crate::vec_map::VecSet;
-use protocol::Outcome;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::cell::RefCell;
@@ -83,7 +82,8 @@ pub struct Done<'a> {
     pub tool: String,
     pub tab: Option<i64>,
     pub args: Summary,
-    pub outcome: &'a Outcome,
+    /// Its error, if it failed.
+    pub error: Option<&'a str>,
     pub halted: Option<Halted>,
 }
 
@@ -206,11 +206,11 @@ pub fn record(done: Done<'_>) {
         .and_then(crate::group::reported)
         .and_then(|t| t.url.as_deref().and_then(host_of));
     let secret = done.tab.is_some_and(|t| with(|j| j.secret.remove(&t)));
-    let (outcome, error) = match (done.halted, done.outcome) {
+    let (outcome, error) = match (done.halted, done.error) {
         (Some(Halted::Stopped), _) => ("stopped", None),
         (Some(Halted::Paused), _) => ("paused", None),
-        (None, Outcome::Result { .. }) => ("ok", None),
-        (None, Outcome::Error { error }) => ("error", Some(escaped(error, ERROR_CHARS))),
+        (None, None) => ("ok", None),
+        (None, Some(error)) => ("error", Some(escaped(error, ERROR_CHARS))),
     };
     let entry = Entry {
         time: now_ms(),

@@ -13,12 +13,13 @@ mod status;
 use crate::chrome::storage::{self, Area};
 use crate::chrome::{alarms, runtime};
 use crate::js::{log, sleep_ms};
+use crate::transport::Reply;
 use crate::transport::{self, Ended, Handoff};
 use crate::vec_map::VecMap;
 use crate::watchdog;
 use futures_channel::mpsc;
 use futures_util::lock::Mutex;
-use protocol::{CommandResult, ConfigError, ConnectionConfig, Transport};
+use protocol::{ConfigError, ConnectionConfig, Transport};
 use std::cell::RefCell;
 use std::rc::Rc;
 use wasm_bindgen_futures::spawn_local;
@@ -491,7 +492,7 @@ async fn start_backstops() {
 fn on_authenticated(
     conn: u32,
     gen: u64,
-    tx: mpsc::UnboundedSender<CommandResult>,
+    tx: mpsc::UnboundedSender<Reply>,
     config: &ConnectionConfig,
 ) {
     if with(conn, |s| s.generation != gen) {

@@ -12,7 +12,7 @@ pub const TOOL: Tool = Tool {
     name: "browser_state",
     tab: None,
     during_dialog: false,
-    run: |_| Box::pin(run()),
+    run: |_| Box::pin(async { run().await.map(Into::into) }),
 };
 
 #[derive(Serialize)]

@@ -5,11 +5,13 @@
 //! of the tools.
 
 use crate::btcp::{self, page, Answer};
-use crate::tools::{bounded, dispatch, typed, Access, Running, Tool};
+use crate::tools::{bounded, dispatch, typed, Access, Output, Tool};
 use protocol::btcp::declarations;
 use protocol::ToolResult;
 use serde::Deserialize;
 use serde_json::{Map, Value};
+use std::future::Future;
+use std::pin::Pin;
 
 pub const INTERFACES: Tool = Tool {
     name: "btcp_interfaces",
@@ -45,9 +47,12 @@ const MAX_OUTPUT_CHARS: usize = 100_000;
 
 /// A `browser.*` call of btcp_call or code mode: the one path of every command, group check and
 /// guards included. Boxed, as it can lead back here (btcp_call → dispatch of a built-in tool).
-fn browser(name: &str, args: Map<String, Value>) -> Running {
+fn browser(
+    name: &str,
+    args: Map<String, Value>,
+) -> Pin<Box<dyn Future<Output = Result<ToolResult, String>>>> {
     let name = name.to_string();
-    Box::pin(async move { dispatch(&name, args).await })
+    Box::pin(async move { dispatch(&name, args).await.map(Output::into_content) })
 }
 
 #[derive(Deserialize)]

@@ -1,6 +1,7 @@
 //! get_page_text: the readable text of a group tab (main content when marked, else the body),
 //! whitespace collapsed, bounded. `extension/page-text.js` writes the whole answer in the page,
-//! and the worker takes it as the one string it is (not as JSON text parsed and formatted again).
+//! and the worker passes it on as the one JS string it is ([`Output::PageText`]: not copied into
+//! wasm memory, nor parsed and formatted again).
 //!
 //! It asks the content script first, on the port the worker keeps to the tab's top frame
 //! (`content_script`): on the bench's article the port carries the 50,000 characters in 2.5-3.2 ms
@@ -14,10 +15,11 @@
 use crate::cdp;
 use crate::content_script;
 use crate::js::{field, with_timeout};
-use crate::tools::{typed, Access, Tool};
-use protocol::ToolResult;
+use crate::tools::{typed, Access, Output, Tool};
+use js_sys::JsString;
 use serde::Deserialize;
 use serde_json::json;
+use wasm_bindgen::JsCast;
 
 pub const TOOL: Tool = Tool {
     name: "get_page_text",
@@ -34,9 +36,9 @@ pub struct Args {
     tab_id: i32,
 }
 
-pub async fn run(args: Args) -> Result<ToolResult, String> {
+pub async fn run(args: Args) -> Result<Output, String> {
     if let Some(answer) = from_content_script(args.tab_id).await? {
-        return Ok(ToolResult::text(answer));
+        return Ok(Output::PageText(answer));
     }
     let expression = format!(
         "({})({MAX_TEXT_CHARS})",
@@ -54,16 +56,16 @@ pub async fn run(args: Args) -> Result<ToolResult, String> {
         }
         e => e.to_string(),
     })?;
-    match field(&field(&out, "result"), "value").as_string() {
-        Some(answer) => Ok(ToolResult::text(answer)),
-        None => Err("Reading the page's text failed (the page gave no text).".into()),
+    match field(&field(&out, "result"), "value").dyn_into::<JsString>() {
+        Ok(answer) => Ok(Output::PageText(answer)),
+        Err(_) => Err("Reading the page's text failed (the page gave no text).".into()),
     }
 }
 
 /// The content script's answer; `None` when there is none to ask (or it could not read the
 /// page), and the caller reads it over CDP. A page that does not answer at all (a hung
 /// renderer) is an error at the bound a CDP call would have.
-async fn from_content_script(tab_id: i32) -> Result<Option<String>, String> {
+async fn from_content_script(tab_id: i32) -> Result<Option<JsString>, String> {
     let asked = content_script::ask(tab_id, json!({"type": "pageText", "max": MAX_TEXT_CHARS}));
     let answer = with_timeout(
         cdp::DEFAULT_TIMEOUT_MS,
@@ -71,5 +73,5 @@ async fn from_content_script(tab_id: i32) -> Result<Option<String>, String> {
         asked,
     )
     .await?;
-    Ok(answer.and_then(|a| a.as_string()))
+    Ok(answer.and_then(|a| a.dyn_into::<JsString>().ok()))
 }

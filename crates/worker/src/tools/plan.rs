@@ -15,28 +15,28 @@ pub const GIF_CREATOR: Tool = Tool {
     name: "gif_creator",
     tab: None,
     during_dialog: false,
-    run: |_| Box::pin(std::future::ready(Ok(reserved("gif_creator")))),
+    run: |_| Box::pin(std::future::ready(Ok(reserved("gif_creator").into()))),
 };
 
 pub const SHORTCUTS_LIST: Tool = Tool {
     name: "shortcuts_list",
     tab: None,
     during_dialog: false,
-    run: |_| Box::pin(std::future::ready(Ok(reserved("shortcuts_list")))),
+    run: |_| Box::pin(std::future::ready(Ok(reserved("shortcuts_list").into()))),
 };
 
 pub const SHORTCUTS_EXECUTE: Tool = Tool {
     name: "shortcuts_execute",
     tab: None,
     during_dialog: false,
-    run: |_| Box::pin(std::future::ready(Ok(reserved("shortcuts_execute")))),
+    run: |_| Box::pin(std::future::ready(Ok(reserved("shortcuts_execute").into()))),
 };
 
 pub const SWITCH_BROWSER: Tool = Tool {
     name: "switch_browser",
     tab: None,
     during_dialog: false,
-    run: |_| Box::pin(std::future::ready(Ok(reserved("switch_browser")))),
+    run: |_| Box::pin(std::future::ready(Ok(reserved("switch_browser").into()))),
 };
 
 #[derive(Deserialize)]

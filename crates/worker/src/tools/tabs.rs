@@ -18,7 +18,7 @@ pub const CREATE: Tool = Tool {
     name: "tabs_create_mcp",
     tab: None,
     during_dialog: false,
-    run: |_| Box::pin(create()),
+    run: |_| Box::pin(async { create().await.map(Into::into) }),
 };
 
 pub const CLOSE: Tool = Tool {

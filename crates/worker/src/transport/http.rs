@@ -1,10 +1,11 @@
 //! What the HTTP transports share: `fetch` with the bearer header and an abort signal, reading
 //! a response body as a stream of byte chunks, and POSTing a result with bounded retries.
 
+use super::Reply;
 use crate::js::settle;
 use crate::js::{error_text, sleep_ms, with_timeout};
 use js_sys::Uint8Array;
-use protocol::{CommandResult, ConnectionConfig};
+use protocol::ConnectionConfig;
 use wasm_bindgen::prelude::*;
 
 #[wasm_bindgen]
@@ -18,7 +19,7 @@ extern "C" {
     #[wasm_bindgen(method, setter = method)]
     fn set_method(this: &RequestInit, v: &str);
     #[wasm_bindgen(method, setter = body)]
-    fn set_body(this: &RequestInit, v: &str);
+    fn set_body(this: &RequestInit, v: &js_sys::JsString);
     #[wasm_bindgen(method, setter = headers)]
     fn set_headers(this: &RequestInit, v: &Headers);
     #[wasm_bindgen(method, setter = cache)]
@@ -99,7 +100,7 @@ pub async fn request(
     config: &ConnectionConfig,
     url: &str,
     accept: &str,
-    body: Option<&str>,
+    body: Option<&js_sys::JsString>,
     abort: Option<&Abort>,
 ) -> Result<Response, String> {
     let init: RequestInit = js_sys::Object::new().unchecked_into();
@@ -177,13 +178,9 @@ impl BodyReader {
 /// times; a result that still can't be delivered is handed to `undelivered` (the session's
 /// outbox). Returns `false` when no attempt reached the server at all (no HTTP answer): the
 /// backend is gone.
-pub async fn post_result(
-    config: ConnectionConfig,
-    result: CommandResult,
-    handoff: super::Handoff,
-) -> bool {
+pub async fn post_result(config: ConnectionConfig, reply: Reply, handoff: super::Handoff) -> bool {
     let url = config.result_url();
-    let body = serde_json::to_string(&result).unwrap_or_default();
+    let body = reply.json();
     let mut wait = 500;
     let mut reached = false;
     for attempt in 1..=POST_ATTEMPTS {
@@ -199,8 +196,9 @@ pub async fn post_result(
             // The server answered but refuses: retrying the same body won't help.
             Ok(Ok(r)) if r.status == 400 || r.status == 413 => {
                 crate::js::log(&format!(
-                    "the server refused result {} (HTTP {})",
-                    result.command_id, r.status
+                    "the server refused result {:?} (HTTP {})",
+                    reply.id(),
+                    r.status
                 ));
                 return true;
             }
@@ -211,6 +209,6 @@ pub async fn post_result(
             }
         }
     }
-    handoff.undelivered(result);
+    handoff.undelivered(reply);
     reached
 }

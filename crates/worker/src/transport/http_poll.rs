@@ -4,6 +4,7 @@
 //! means the token was revoked or the server disconnected this browser.
 
 use super::http::{post_result, request, Abort};
+use super::Reply;
 use super::{Ended, Handoff};
 use crate::js::{sleep_ms, with_timeout};
 use futures_channel::mpsc;
@@ -11,7 +12,7 @@ use futures_util::future::{select, Either};
 use futures_util::FutureExt;
 use futures_util::StreamExt;
 use protocol::config::{LONG_POLL_WAIT_S, SHORT_POLL_INTERVAL_MS};
-use protocol::{Command, CommandResult, ConnectionConfig, Malformed};
+use protocol::{Command, ConnectionConfig, Malformed};
 use std::future::Future;
 use wasm_bindgen_futures::spawn_local;
 
@@ -25,7 +26,7 @@ pub async fn run(
     config: &ConnectionConfig,
     long: bool,
     handoff: Handoff,
-    mut outgoing: mpsc::UnboundedReceiver<CommandResult>,
+    mut outgoing: mpsc::UnboundedReceiver<Reply>,
     mut on_auth: impl FnMut(),
 ) -> Ended {
     let base = config.command_url();
@@ -96,7 +97,7 @@ const SETTLE_MS: u32 = 20;
 /// POSTs be made; `None` when the session dropped the connection.
 async fn settle(
     n: usize,
-    outgoing: &mut mpsc::UnboundedReceiver<CommandResult>,
+    outgoing: &mut mpsc::UnboundedReceiver<Reply>,
     config: &ConnectionConfig,
     handoff: Handoff,
 ) -> Option<()> {
@@ -122,7 +123,7 @@ async fn settle(
 /// poll's fetch is made after the POST of a result that was ready, not before it).
 async fn pump<T>(
     fut: impl Future<Output = T>,
-    outgoing: &mut mpsc::UnboundedReceiver<CommandResult>,
+    outgoing: &mut mpsc::UnboundedReceiver<Reply>,
     config: &ConnectionConfig,
     handoff: Handoff,
 ) -> Option<T> {

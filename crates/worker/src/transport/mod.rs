@@ -2,12 +2,15 @@
 //! more. The session decides when to connect, what to do with commands, and when to stop; it
 //! gives each connection a [`Handoff`], and a transport knows nothing else of it.
 
-use protocol::{Command, CommandResult, Malformed};
+use protocol::{Command, Malformed};
 
 pub mod http;
 pub mod http_poll;
+mod reply;
 pub mod sse_http;
 pub mod websocket;
+
+pub use reply::Reply;
 
 /// Where a transport hands on what it reads, given by the session, for one connection.
 #[derive(Clone, Copy)]
@@ -20,7 +23,7 @@ pub struct Handoff {
     pub on_server_said: fn(u32, &str),
     /// A result that could not be delivered (a POST that kept failing): kept for the next
     /// connection.
-    pub on_undelivered: fn(u32, CommandResult),
+    pub on_undelivered: fn(Reply),
 }
 
 impl Handoff {
@@ -32,8 +35,8 @@ impl Handoff {
         (self.on_server_said)(self.conn, message)
     }
 
-    pub fn undelivered(&self, result: CommandResult) {
-        (self.on_undelivered)(self.conn, result)
+    pub fn undelivered(&self, reply: Reply) {
+        (self.on_undelivered)(reply)
     }
 }
 

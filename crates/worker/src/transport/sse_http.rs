@@ -11,13 +11,14 @@
 //! result.
 
 use super::http::{post_result, request, Abort};
+use super::Reply;
 use super::{Ended, Handoff};
 use crate::js::with_timeout;
 use futures_channel::mpsc;
 use futures_util::future::{select, Either};
 use futures_util::StreamExt;
 use protocol::sse::SseDecoder;
-use protocol::{Command, CommandResult, ConnectionConfig};
+use protocol::{Command, ConnectionConfig};
 use wasm_bindgen_futures::spawn_local;
 
 const OPEN_TIMEOUT_MS: u32 = 10_000;
@@ -25,7 +26,7 @@ const OPEN_TIMEOUT_MS: u32 = 10_000;
 pub async fn run(
     config: &ConnectionConfig,
     handoff: Handoff,
-    mut outgoing: mpsc::UnboundedReceiver<CommandResult>,
+    mut outgoing: mpsc::UnboundedReceiver<Reply>,
     mut on_auth: impl FnMut(),
 ) -> Ended {
     let url = config.command_url();

@@ -1,14 +1,23 @@
 //! The WebSocket transport: first frame `auth`, then `command` frames in and `result` frames out.
 
-use super::{Ended, Handoff};
-use crate::js::with_timeout;
+use super::{Ended, Handoff, Reply};
+use crate::js::{error_text, with_timeout};
 use futures_channel::mpsc;
 use futures_util::future::{select, Either};
 use futures_util::{SinkExt, StreamExt};
 use gloo_net::websocket::{futures::WebSocket, Message, WebSocketError};
-use protocol::{
-    Command, CommandResult, ConnectionConfig, ExtensionFrame, ServerFrame, CLOSE_UNAUTHORIZED,
-};
+use js_sys::JsString;
+use protocol::{Command, ConnectionConfig, ExtensionFrame, ServerFrame, CLOSE_UNAUTHORIZED};
+use wasm_bindgen::prelude::*;
+
+#[wasm_bindgen]
+extern "C" {
+    /// The browser's WebSocket, to send a frame that is a JS string already (gloo's and
+    /// web-sys's `send` take a Rust string and copy it out).
+    type Socket;
+    #[wasm_bindgen(method, catch, js_name = send)]
+    fn send_text(this: &Socket, frame: &JsString) -> Result<(), JsValue>;
+}
 
 const OPEN_TIMEOUT_MS: u32 = 10_000;
 
@@ -17,12 +26,21 @@ const OPEN_TIMEOUT_MS: u32 = 10_000;
 pub async fn run(
     config: &ConnectionConfig,
     handoff: Handoff,
-    mut outgoing: mpsc::UnboundedReceiver<CommandResult>,
+    mut outgoing: mpsc::UnboundedReceiver<Reply>,
     mut on_auth: impl FnMut(),
 ) -> Ended {
     let url = &config.server_url;
-    let mut ws = match WebSocket::open(url) {
-        Ok(ws) => ws,
+    // Opened here and handed to gloo, which reads it; results are sent on it directly.
+    let opened = web_sys::WebSocket::new(url)
+        .map_err(|e| error_text(&e))
+        .and_then(|raw| {
+            let socket: Socket = raw.clone().unchecked_into();
+            WebSocket::try_from(raw)
+                .map(|ws| (ws, socket))
+                .map_err(|e| e.to_string())
+        });
+    let (mut ws, socket) = match opened {
+        Ok(opened) => opened,
         Err(e) => {
             return Ended::Lost {
                 authenticated: false,
@@ -63,17 +81,12 @@ pub async fn run(
             Either::Right((out, _)) => Either::Right(out),
         };
         match event {
-            Either::Right(Some(result)) => {
-                let frame = ExtensionFrame::Result {
-                    command_id: result.command_id,
-                    outcome: result.outcome,
-                    paused: result.paused,
-                };
-                let frame = serde_json::to_string(&frame).unwrap_or_default();
-                if let Err(e) = ws.send(Message::Text(frame)).await {
+            // The socket is open: the auth frame was sent on it.
+            Either::Right(Some(reply)) => {
+                if let Err(e) = socket.send_text(&reply.frame()) {
                     return Ended::Lost {
                         authenticated,
-                        detail: format!("Sending to {url} failed: {e}"),
+                        detail: format!("Sending to {url} failed: {}", error_text(&e)),
                     };
                 }
             }

@@ -12,7 +12,8 @@ mod store;
 
 use crate::agent::{self, Agent};
 use crate::js::{log, with_timeout};
-use crate::tools::{self, Checked, Refused};
+use crate::tools::{self, Checked, Output, Refused};
+use crate::transport::Reply;
 use crate::vec_map::VecMap;
 use futures_channel::{mpsc, oneshot};
 use protocol::{Command, CommandResult, Malformed, Outcome};
@@ -39,14 +40,14 @@ enum Seen {
     Running,
     /// Finished; the result when small enough to answer a redelivery with it (boxed: the
     /// table of seen ids keeps a place for twice `SEEN_MAX` of these).
-    Done(Option<Box<CommandResult>>),
+    Done(Option<Box<Reply>>),
 }
 
 struct Delivery {
     /// Per connection, the live, authenticated connection's outgoing results.
-    senders: VecMap<u32, mpsc::UnboundedSender<CommandResult>>,
+    senders: VecMap<u32, mpsc::UnboundedSender<Reply>>,
     /// Results produced while no connection was up, delivered on the next one.
-    outbox: VecDeque<(CommandResult, usize)>,
+    outbox: VecDeque<Reply>,
     /// The last `SEEN_MAX` ids, each with its number (its ledger slot is the number modulo
     /// `SEEN_MAX`).
     seen: SeenIds<Seen>,
@@ -125,17 +126,16 @@ impl Delivery {
         }
     }
 
-    fn queue(&mut self, result: CommandResult) {
+    fn queue(&mut self, reply: Reply) {
         self.store.outbox_dirty = true;
-        let size = result.payload_len();
-        self.outbox.push_back((result, size));
-        let mut bytes: usize = self.outbox.iter().map(|(_, n)| n).sum();
+        self.outbox.push_back(reply);
+        let mut bytes: usize = self.outbox.iter().map(Reply::size).sum();
         while self.outbox.len() > OUTBOX_MAX || (bytes > OUTBOX_BYTES && self.outbox.len() > 1) {
-            if let Some((dropped, n)) = self.outbox.pop_front() {
-                bytes -= n;
+            if let Some(dropped) = self.outbox.pop_front() {
+                bytes -= dropped.size();
                 log(&format!(
-                    "outbox full: dropped the undelivered result of {}",
-                    dropped.command_id
+                    "outbox full: dropped the undelivered result of {:?}",
+                    dropped.id()
                 ));
             }
         }
@@ -166,18 +166,36 @@ fn split_id(internal: &str) -> (u32, &str) {
     }
 }
 
-/// The result as its backend knows it (its own id), and the connection it goes to.
-fn outward(mut result: CommandResult) -> (u32, CommandResult) {
-    let (conn, id) = split_id(&result.command_id);
-    if id.len() != result.command_id.len() {
-        result.command_id = id.to_string();
-    }
-    (conn, result)
+/// A result kept by its command's id (`result.command_id`), sent as its backend knows it (its
+/// own id in the JSON).
+fn reply(mut result: CommandResult) -> Reply {
+    let id = std::mem::take(&mut result.command_id);
+    result.command_id = split_id(&id).1.to_string();
+    Reply::of(id, &result)
+}
+
+/// A finished command's reply: a page's text goes into its JSON as the JS string it is.
+fn reply_of(id: String, outcome: tools::Outcome, paused: bool) -> Reply {
+    let outcome = match outcome {
+        Ok(Output::PageText(text)) if !paused => {
+            let command_id = split_id(&id).1.to_string();
+            return Reply::page_text(id, &command_id, &text);
+        }
+        Ok(output) => Outcome::Result {
+            result: output.into_content(),
+        },
+        Err(error) => Outcome::Error { error },
+    };
+    reply(CommandResult {
+        command_id: id,
+        outcome,
+        paused,
+    })
 }
 
 /// Connection `conn` was accepted: its results go to `tx`, and what of its results waited in
 /// the outbox is sent on it now.
-pub fn connected(conn: u32, tx: mpsc::UnboundedSender<CommandResult>) {
+pub fn connected(conn: u32, tx: mpsc::UnboundedSender<Reply>) {
     with(|d| d.senders.insert(conn, tx));
     send_outbox(conn);
 }
@@ -186,19 +204,17 @@ pub fn connected(conn: u32, tx: mpsc::UnboundedSender<CommandResult>) {
 fn send_outbox(conn: u32) {
     let waiting = with(|d| {
         let tx = d.senders.get(&conn).cloned()?;
-        let (mine, others): (Vec<_>, Vec<_>) = d
-            .outbox
-            .drain(..)
-            .partition(|(r, _)| split_id(&r.command_id).0 == conn);
+        let (mine, others): (Vec<_>, Vec<_>) =
+            d.outbox.drain(..).partition(|r| split_id(r.id()).0 == conn);
         d.outbox.extend(others);
-        Some((tx, mine.into_iter().map(|(r, _)| r).collect::<Vec<_>>()))
+        Some((tx, mine))
     });
     let Some((tx, waiting)) = waiting else {
         return;
     };
     let flushed = !waiting.is_empty();
-    for result in waiting {
-        let _ = tx.unbounded_send(outward(result).1);
+    for reply in waiting {
+        let _ = tx.unbounded_send(reply);
     }
     if flushed {
         with(|d| d.store.outbox_dirty = true);
@@ -229,7 +245,7 @@ pub fn removed(conn: u32) {
     let dropped = with(|d| {
         d.senders.remove(&conn);
         let before = d.outbox.len();
-        d.outbox.retain(|(r, _)| split_id(&r.command_id).0 != conn);
+        d.outbox.retain(|r| split_id(r.id()).0 != conn);
         d.store.outbox_dirty |= d.outbox.len() != before;
         d.outbox.len() != before
     });
@@ -270,7 +286,7 @@ pub fn receive(conn: u32, parsed: Result<Command, Malformed>) {
             error,
         }) => {
             let id = internal_id(conn, &id);
-            let refused = CommandResult::error(id.clone(), error);
+            let refused = reply(CommandResult::error(id.clone(), error));
             match admit(&id, Some(refused)) {
                 Next::Answer(r) => {
                     deliver(r);
@@ -286,12 +302,12 @@ pub fn receive(conn: u32, parsed: Result<Command, Malformed>) {
 enum Next {
     Run,
     Wait,
-    Answer(CommandResult),
+    Answer(Reply),
 }
 
 /// What to do with an id: run it (first seen), wait for its running result, or answer from what
 /// is kept. `refused`: the id's answer is already known (a malformed command), kept as done.
-fn admit(id: &str, refused: Option<CommandResult>) -> Next {
+fn admit(id: &str, refused: Option<Reply>) -> Next {
     with(|d| {
         match d.seen.get(id) {
         None => match refused {
@@ -306,10 +322,10 @@ fn admit(id: &str, refused: Option<CommandResult>) -> Next {
         },
         Some(Seen::Running) => Next::Wait, // its result will come
         Some(Seen::Done(Some(r))) => Next::Answer((**r).clone()),
-        Some(Seen::Done(None)) => Next::Answer(CommandResult::error(
+        Some(Seen::Done(None)) => Next::Answer(reply(CommandResult::error(
             id,
             "This command id was already executed by this browser (its result was sent then); it is not run twice.",
-        )),
+        ))),
     }
     })
 }
@@ -407,15 +423,11 @@ async fn run_command(cmd: Command, agent: Agent) {
         tool,
         tab: tab_arg,
         args: summary,
-        outcome: &outcome,
+        error: outcome.as_ref().err().map(String::as_str),
         halted: halted.map(logged),
     });
-    let result = CommandResult {
-        command_id: cmd.id.clone(),
-        outcome,
-        paused: halted.is_some(),
-    };
-    let small = result.payload_len() < KEEP_RESULT_BYTES;
+    let result = reply_of(cmd.id.clone(), outcome, halted.is_some());
+    let small = result.size() < KEEP_RESULT_BYTES;
     with(|d| {
         if d.seen
             .set(&cmd.id, Seen::Done(small.then(|| Box::new(result.clone()))))
@@ -458,9 +470,15 @@ pub async fn execute(
         tool: tool.to_string(),
         tab,
         args: summary,
-        outcome: &outcome,
+        error: outcome.as_ref().err().map(String::as_str),
         halted: halted.map(logged),
     });
+    let outcome = match outcome {
+        Ok(output) => Outcome::Result {
+            result: output.into_content(),
+        },
+        Err(error) => Outcome::Error { error },
+    };
     (outcome, halted.is_some())
 }
 
@@ -473,29 +491,20 @@ fn logged(h: crate::control::Halted) -> crate::journal::Halted {
 
 /// A command's outcome, or the person's reason it has none of its own.
 fn settled(
-    halted: Result<Outcome, crate::control::Halted>,
-) -> (Outcome, Option<crate::control::Halted>) {
+    halted: Result<tools::Outcome, crate::control::Halted>,
+) -> (tools::Outcome, Option<crate::control::Halted>) {
     match halted {
         Ok(outcome) => (outcome, None),
-        Err(h) => (
-            Outcome::Error {
-                error: h.message().into(),
-            },
-            Some(h),
-        ),
+        Err(h) => (Err(h.message().into()), Some(h)),
     }
 }
 
 /// Runs a checked command bounded in time, or says why it can't run.
-async fn run(checked: Result<Checked, Refused>) -> Outcome {
-    let outcome = match checked {
+async fn run(checked: Result<Checked, Refused>) -> tools::Outcome {
+    match checked {
         Ok(command) => bounded(command.tool_name(), command.run()).await,
         Err(Refused::Now(error)) => Err(error),
         Err(refused) => bounded(refused.tool_name(), async { Err(refused.message().await) }).await,
-    };
-    match outcome {
-        Ok(result) => Outcome::Result { result },
-        Err(error) => Outcome::Error { error },
     }
 }
 
@@ -511,19 +520,12 @@ async fn bounded(
 
 /// Sends the result on the live connection, or keeps it in the outbox (then true, and the
 /// outbox is written soon).
-fn deliver(result: CommandResult) -> bool {
+fn deliver(reply: Reply) -> bool {
     let queued = with(|d| {
-        let conn = split_id(&result.command_id).0;
+        let conn = split_id(reply.id()).0;
         let unsent = match d.senders.get(&conn) {
-            Some(tx) => {
-                let internal = result.command_id.clone();
-                tx.unbounded_send(outward(result).1).err().map(|e| {
-                    let mut r = e.into_inner();
-                    r.command_id = internal;
-                    r
-                })
-            }
-            None => Some(result),
+            Some(tx) => tx.unbounded_send(reply).err().map(|e| e.into_inner()),
+            None => Some(reply),
         };
         unsent.map(|r| d.queue(r)).is_some()
     });
@@ -535,9 +537,8 @@ fn deliver(result: CommandResult) -> bool {
 
 /// A result the transport could not deliver (a POST that kept failing): back to the outbox,
 /// sent on the next connection.
-pub fn undelivered(conn: u32, mut result: CommandResult) {
-    result.command_id = internal_id(conn, &result.command_id);
-    with(|d| d.queue(result));
+pub fn undelivered(reply: Reply) {
+    with(|d| d.queue(reply));
     store::flush_soon();
 }
 

@@ -30,7 +30,9 @@
 use super::{with, Delivery, Seen, SEEN_MAX};
 use crate::chrome::storage::{self, Area};
 use crate::js::{log, sleep_ms};
+use crate::transport::Reply;
 use futures_channel::oneshot;
+use js_sys::JsString;
 use protocol::CommandResult;
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
@@ -111,6 +113,23 @@ impl Writer {
     }
 }
 
+/// The outbox as stored: JSON text of `[[id, result], …]`, each result's JSON as it was made
+/// beside the id the session keeps it by.
+fn outbox_text<'a>(outbox: impl IntoIterator<Item = &'a Reply>) -> JsString {
+    let entries = js_sys::Array::new();
+    for r in outbox {
+        let id = serde_json::to_string(r.id()).unwrap_or_default();
+        entries.push(
+            &JsString::from(format!("[{id},"))
+                .concat(&r.json())
+                .concat(&"]".into()),
+        );
+    }
+    JsString::from("[")
+        .concat(&entries.join(","))
+        .concat(&"]".into())
+}
+
 impl Delivery {
     /// The stored entry of a remembered id, as it stands now.
     fn slot(&self, id: &str) -> Option<(String, Slot)> {
@@ -160,8 +179,7 @@ fn issue(starting: bool) {
         d.store.flush_scheduled = false;
         let ids: Vec<String> = d.store.dirty.drain().collect();
         let slots: Vec<(String, Slot)> = ids.iter().filter_map(|id| d.slot(id)).collect();
-        let outbox = std::mem::take(&mut d.store.outbox_dirty)
-            .then(|| d.outbox.iter().map(|(r, _)| r.clone()).collect::<Vec<_>>());
+        let outbox = std::mem::take(&mut d.store.outbox_dirty).then(|| outbox_text(&d.outbox));
         (slots, outbox, std::mem::take(&mut d.store.waiters))
     });
     let starting = starting || !waiters.is_empty();
@@ -182,8 +200,8 @@ fn issue(starting: bool) {
     for (key, slot) in &slots {
         put(key, storage::json_text(slot));
     }
-    if let Some(outbox) = &outbox {
-        put(OUTBOX_KEY, storage::json_text(outbox));
+    if let Some(outbox) = outbox {
+        put(OUTBOX_KEY, Ok(outbox.into()));
     }
     let written = storage::set_session_now(&items);
     with(|d| d.store.issued(starting));
@@ -276,10 +294,11 @@ async fn restore_once() {
         .filter_map(|k| storage::json_field(&stored, k))
         .collect();
     protocol::sort::sort_by_key(&mut slots, |slot| slot.n);
-    let outbox: Vec<CommandResult> = storage::json_field(&stored, OUTBOX_KEY).unwrap_or_default();
+    let outbox: Vec<(String, CommandResult)> =
+        storage::json_field(&stored, OUTBOX_KEY).unwrap_or_default();
     with(|d| {
-        for r in outbox {
-            d.queue(r);
+        for (id, r) in outbox {
+            d.queue(Reply::of(id, &r));
         }
         // What was read is what is stored: only what changes below is written back.
         d.store.outbox_dirty = false;
@@ -295,7 +314,7 @@ async fn restore_once() {
                 Stage::Reading => "The extension's service worker was stopped while this command read the page; it changes nothing, was not run again, and is safe to send again.",
                 Stage::Queued | Stage::Done => "The extension's service worker was stopped before this command's turn came (it waited behind earlier commands for the same tab); it did not run, and is safe to send again.",
             };
-            let r = CommandResult::error(id.clone(), error);
+            let r = super::reply(CommandResult::error(id.clone(), error));
             d.remember_as(&id, Seen::Done(Some(Box::new(r.clone()))), slot.n);
             d.queue(r);
         }
