@@ -1,5 +1,7 @@
 // Loads the Rust worker and hands it every event. Listeners are registered synchronously, at
 // the top level, so the event that woke the worker is never lost while the wasm loads.
+// First: the storage the worker reads as it boots is asked for now, beside the wasm's loading.
+import "./early-reads.js";
 import init, * as worker from "./pkg/browser_operator_worker.js";
 
 // Why Chrome started this worker: the first extension event this instance handled (Chrome

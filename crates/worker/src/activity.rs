@@ -243,3 +243,15 @@ pub async fn resume() {
         apply().await;
     }
 }
+
+#[cfg(test)]
+mod boot_read_tests {
+    use super::*;
+    use crate::chrome::storage::early_reads::{asks, asks_numbered};
+
+    #[test]
+    fn read_early_as_the_worker_starts() {
+        assert!(asks("session", SHOWN_KEY));
+        let _ = asks_numbered;
+    }
+}

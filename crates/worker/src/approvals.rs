@@ -395,6 +395,13 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_grants_are_read_early_as_the_worker_starts() {
+        assert!(crate::chrome::storage::early_reads::asks(
+            "local", GRANTS_KEY
+        ));
+    }
+
+    #[test]
     fn invisible_and_control_characters_are_shown_escaped() {
         let args: Map<String, Value> = serde_json::from_value(serde_json::json!({
             "text": "pay\u{200B}pal\u{202E}gpj.exe\nnext\u{7}\u{85}\u{A0}end\u{FEFF}\u{E0041}",

@@ -119,3 +119,15 @@ pub async fn resume() {
         log(&format!("cannot store the paused state: {e}"));
     }
 }
+
+#[cfg(test)]
+mod boot_read_tests {
+    use super::*;
+    use crate::chrome::storage::early_reads::{asks, asks_numbered};
+
+    #[test]
+    fn read_early_as_the_worker_starts() {
+        assert!(asks("session", PAUSED_KEY));
+        let _ = asks_numbered;
+    }
+}

@@ -329,3 +329,15 @@ async fn valid_ids(group: Option<i32>) -> Result<String, String> {
         )
     })
 }
+
+#[cfg(test)]
+mod boot_read_tests {
+    use super::*;
+    use crate::chrome::storage::early_reads::{asks, asks_numbered};
+
+    #[test]
+    fn read_early_as_the_worker_starts() {
+        assert!(asks("session", GROUP_KEY));
+        let _ = asks_numbered;
+    }
+}

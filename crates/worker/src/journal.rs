@@ -354,6 +354,15 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_log_is_read_early_as_the_worker_starts() {
+        assert!(crate::chrome::storage::early_reads::asks_numbered(
+            "session",
+            SLOT_PREFIX,
+            MAX
+        ));
+    }
+
+    #[test]
     fn escapes_control_and_invisible_characters_and_cuts_short() {
         assert_eq!(
             escaped("a\nb\u{200b}c\u{202e}d\\", 100),

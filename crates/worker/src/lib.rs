@@ -39,17 +39,23 @@ use wasm_bindgen_futures::spawn_local;
 #[wasm_bindgen]
 pub fn boot() {
     policy::use_browser_hosts();
+    // The connection first: the storage it needs was read as the worker started
+    // (extension/early-reads.js), so its WebSocket opens in this task, and its handshake goes
+    // on in the network service while the rest of the boot computes, a task later.
     spawn_local(session::resume());
-    // What every command reads first (the policies, the paused state) is read now, beside the
-    // connect, not at the first command.
-    spawn_local(policy::ready());
     spawn_local(async {
-        control::paused().await;
+        js::sleep_ms(0).await;
+        // What every command reads first (the policies, the paused state) is read now, beside
+        // the connect, not at the first command.
+        spawn_local(policy::ready());
+        spawn_local(async {
+            control::paused().await;
+        });
+        // Group tabs still attached from before a restart are recorded again at once.
+        spawn_local(lifetime::resume());
+        // A sign left up by a worker that stopped while a command ran comes down.
+        spawn_local(activity::resume());
     });
-    // Group tabs still attached from before a restart are recorded again at once.
-    spawn_local(lifetime::resume());
-    // A sign left up by a worker that stopped while a command ran comes down.
-    spawn_local(activity::resume());
 }
 
 /// `chrome.commands.onCommand`: the person's keyboard shortcut for Stop.

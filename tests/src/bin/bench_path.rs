@@ -195,6 +195,42 @@ fn print_profile(profile: &Value, rounds: usize) {
     for (label, ms) in rows.iter().take(40) {
         println!("{:>8.3}  {label}", ms / rounds.max(1) as f64);
     }
+    // Total time: each sample counts once for every function on its stack.
+    let parent: BTreeMap<i64, i64> = nodes
+        .iter()
+        .flat_map(|n| {
+            let id = n["id"].as_i64().unwrap_or(-1);
+            n["children"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+                .into_iter()
+                .filter_map(move |c| Some((c.as_i64()?, id)))
+        })
+        .collect();
+    let mut total_ms: BTreeMap<String, f64> = BTreeMap::new();
+    for (s, d) in samples
+        .iter()
+        .zip(deltas.iter().skip(1).chain(std::iter::once(&json!(0))))
+    {
+        let mut on_stack = std::collections::BTreeSet::new();
+        let mut at = s.as_i64();
+        while let Some(id) = at {
+            if let Some(label) = name.get(&id) {
+                on_stack.insert(label.clone());
+            }
+            at = parent.get(&id).copied();
+        }
+        for label in on_stack {
+            *total_ms.entry(label).or_default() += d.as_f64().unwrap_or(0.0) / 1e3;
+        }
+    }
+    let mut rows: Vec<_> = total_ms.into_iter().collect();
+    rows.sort_by(|a, b| b.1.total_cmp(&a.1));
+    println!("worker CPU total time per command (ms), by function (its callees included):");
+    for (label, ms) in rows.iter().take(60) {
+        println!("{:>8.3}  {label}", ms / rounds.max(1) as f64);
+    }
 }
 
 fn median(mut v: Vec<f64>) -> f64 {

@@ -250,3 +250,15 @@ pub fn attached_after_restart(tab: i32) {
 pub fn holds(tab: i32) -> bool {
     TABS.with(|t| t.borrow().contains_key(&tab))
 }
+
+#[cfg(test)]
+mod boot_read_tests {
+    use super::*;
+    use crate::chrome::storage::early_reads::{asks, asks_numbered};
+
+    #[test]
+    fn read_early_as_the_worker_starts() {
+        assert!(asks("local", SETTING_KEY));
+        let _ = asks_numbered;
+    }
+}

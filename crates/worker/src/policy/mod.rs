@@ -515,3 +515,16 @@ pub async fn connection_removed(conn: u32) {
         crate::js::log(&format!("the URL policy's request rules: {e}"));
     }
 }
+
+#[cfg(test)]
+mod boot_read_tests {
+    use super::*;
+    use crate::chrome::storage::early_reads::{asks, asks_numbered};
+
+    #[test]
+    fn read_early_as_the_worker_starts() {
+        assert!(asks("session", KEY) && asks("session", OTHERS_KEY));
+        assert!(asks("local", site_rules::KEY));
+        let _ = asks_numbered;
+    }
+}

@@ -9,7 +9,7 @@ use protocol::host_rules::{HostPattern, HostPolicy};
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 
-const KEY: &str = "siteRules";
+pub(super) const KEY: &str = "siteRules";
 /// At most this many patterns in the three lists together (the allowed and blocked ones become
 /// request rules beside the backend's 500).
 pub const MAX_PATTERNS: usize = 300;

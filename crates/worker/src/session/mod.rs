@@ -110,7 +110,6 @@ async fn wanted_config(conn: u32) -> Option<ConnectionConfig> {
 /// connected and none is running. Never starts a second loop for one connection. The ledger of
 /// delivered ids is read at once, beside the connect (commands wait for it in `delivery`).
 pub async fn resume() {
-    spawn_local(delivery::restore());
     // The first connection is claimed before any await (the worker's boot and an alarm often
     // call this together); its config and the further connections come in one read.
     let claimed = claim(0);
@@ -133,6 +132,9 @@ pub async fn resume() {
     for extra in extras {
         spawn_local(resume_one(extra.id));
     }
+    // After the loops, so that their sockets open before the ledger is parsed; a command
+    // waits for it (`delivery::admit_waiting`).
+    spawn_local(delivery::restore());
 }
 
 /// Claims connection `conn`'s loop: its generation, or `None` when a loop runs already.
@@ -551,5 +553,19 @@ async fn keep_alive(conn: u32, gen: u64) {
     while is_current(conn, gen) {
         sleep_ms(KEEPALIVE_MS).await;
         let _ = runtime::touch().await;
+    }
+}
+
+#[cfg(test)]
+mod boot_read_tests {
+    use super::*;
+    use crate::chrome::storage::early_reads::{asks, asks_numbered};
+
+    #[test]
+    fn read_early_as_the_worker_starts() {
+        for key in [CONFIG_KEY, WANT_KEY, connections::LIST_KEY] {
+            assert!(asks("local", key), "{key}");
+        }
+        let _ = asks_numbered;
     }
 }

@@ -327,6 +327,17 @@ mod tests {
     use super::Writer;
     use futures_channel::oneshot;
 
+    #[test]
+    fn the_ledger_and_outbox_are_read_early_as_the_worker_starts() {
+        use crate::chrome::storage::early_reads::{asks, asks_numbered};
+        assert!(asks_numbered(
+            "session",
+            super::LEDGER_PREFIX,
+            super::SEEN_MAX
+        ));
+        assert!(asks("session", super::OUTBOX_KEY));
+    }
+
     /// A starting command never waits behind a write of finished entries or the outbox: its
     /// entry is issued at once, beside it.
     #[test]
