@@ -331,13 +331,9 @@ async fn valid_ids(group: Option<i32>) -> Result<String, String> {
 }
 
 #[cfg(test)]
-mod boot_read_tests {
-    use super::*;
-    use crate::chrome::storage::early_reads::{asks, asks_numbered};
-
-    #[test]
-    fn read_early_as_the_worker_starts() {
-        assert!(asks("session", GROUP_KEY));
-        let _ = asks_numbered;
-    }
+#[test]
+fn its_key_is_read_early_as_the_worker_starts() {
+    assert!(crate::chrome::storage::early_reads::asks(
+        "session", GROUP_KEY
+    ));
 }

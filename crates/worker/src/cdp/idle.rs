@@ -252,13 +252,10 @@ pub fn holds(tab: i32) -> bool {
 }
 
 #[cfg(test)]
-mod boot_read_tests {
-    use super::*;
-    use crate::chrome::storage::early_reads::{asks, asks_numbered};
-
-    #[test]
-    fn read_early_as_the_worker_starts() {
-        assert!(asks("local", SETTING_KEY));
-        let _ = asks_numbered;
-    }
+#[test]
+fn its_key_is_read_early_as_the_worker_starts() {
+    assert!(crate::chrome::storage::early_reads::asks(
+        "local",
+        SETTING_KEY
+    ));
 }

@@ -517,14 +517,9 @@ pub async fn connection_removed(conn: u32) {
 }
 
 #[cfg(test)]
-mod boot_read_tests {
-    use super::*;
-    use crate::chrome::storage::early_reads::{asks, asks_numbered};
-
-    #[test]
-    fn read_early_as_the_worker_starts() {
-        assert!(asks("session", KEY) && asks("session", OTHERS_KEY));
-        assert!(asks("local", site_rules::KEY));
-        let _ = asks_numbered;
-    }
+#[test]
+fn its_keys_are_read_early_as_the_worker_starts() {
+    use crate::chrome::storage::early_reads::asks;
+    assert!(asks("session", KEY) && asks("session", OTHERS_KEY));
+    assert!(asks("local", site_rules::KEY));
 }

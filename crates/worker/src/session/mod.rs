@@ -557,15 +557,12 @@ async fn keep_alive(conn: u32, gen: u64) {
 }
 
 #[cfg(test)]
-mod boot_read_tests {
-    use super::*;
-    use crate::chrome::storage::early_reads::{asks, asks_numbered};
-
-    #[test]
-    fn read_early_as_the_worker_starts() {
-        for key in [CONFIG_KEY, WANT_KEY, connections::LIST_KEY] {
-            assert!(asks("local", key), "{key}");
-        }
-        let _ = asks_numbered;
+#[test]
+fn its_keys_are_read_early_as_the_worker_starts() {
+    for key in [CONFIG_KEY, WANT_KEY, connections::LIST_KEY] {
+        assert!(
+            crate::chrome::storage::early_reads::asks("local", key),
+            "{key}"
+        );
     }
 }
