@@ -8,7 +8,8 @@
 // page of the extension, seen through onChanged) is read from Chrome again. After 10 s, or once
 // every key was served, everything goes to Chrome.
 //
-// The keys are the Rust modules' own (crates/worker/src/boot_reads.rs checks this line):
+// The keys are the Rust modules' own (each checks, in its tests, that this line names them:
+// crates/worker/src/chrome/storage.rs reads it).
 // `numbered` keys are prefix + 0 … count − 1.
 const READS = {"local":["approvalGrants","config","connections","debuggerIdleSeconds","siteRules","wantConnected"],"session":["activitySign","groupId","outbox","paused","policies","policy"],"numbered":{"session":{"activityLog.":200,"delivery.":512}}};
 
