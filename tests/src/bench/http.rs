@@ -95,7 +95,21 @@ impl Api {
 
     /// Runs `tool` in the browser: its result (an error result too), or the HTTP error.
     pub async fn command(&self, tool: &str, args: &Value) -> Result<CommandResult> {
-        let body = json!({"tool": tool, "args": args}).to_string();
+        self.command_to(None, tool, args).await
+    }
+
+    /// [`Api::command`] for the browser connected as `target` (`None`: the default one).
+    pub async fn command_to(
+        &self,
+        target: Option<&str>,
+        tool: &str,
+        args: &Value,
+    ) -> Result<CommandResult> {
+        let mut body = json!({"tool": tool, "args": args});
+        if let Some(target) = target {
+            body["target"] = target.into();
+        }
+        let body = body.to_string();
         let answer = self.post("/commands", &body).await?;
         if answer.status != 200 {
             return Err(Error::new(format!(
@@ -113,7 +127,12 @@ impl Api {
 
     /// The text of a successful result; an error result is an error.
     pub async fn text(&self, tool: &str, args: &Value) -> Result<String> {
-        match self.command(tool, args).await?.outcome {
+        self.text_to(None, tool, args).await
+    }
+
+    /// [`Api::text`] for the browser connected as `target`.
+    pub async fn text_to(&self, target: Option<&str>, tool: &str, args: &Value) -> Result<String> {
+        match self.command_to(target, tool, args).await?.outcome {
             protocol::Outcome::Result { result } => Ok(result.joined_text()),
             protocol::Outcome::Error { error } => {
                 Err(Error::new(format!("{tool} {args} failed: {error}")))

@@ -49,6 +49,8 @@ use std::time::{Duration, Instant};
 const UNKNOWN_TOOL: &str = "bench_no_such_tool";
 /// The large answer of the server relay's row: about get_page_text's on the article.
 const RELAY_TEXT_CHARS: usize = 50_000;
+/// The target the stub in the service worker connects as (`worker_echo_floor`).
+const ECHO_TARGET: &str = "bench-worker-echo";
 /// The JPEG quality the extension's screenshots use (crates/worker/src/tools/computer/screenshot.rs).
 const JPEG_QUALITY: u32 = 80;
 /// Code mode's workflow: this many page-tool calls.
@@ -371,6 +373,23 @@ impl Bench {
             .baseline("HTTP floor (the stub's server)", relay_floor)
             .note("As get_page_text's answer on the article is: the server parses the result frame and writes the HTTP answer."),
         );
+        self.direct_websocket().await?;
+        let [echo, unknown, floor] = self.worker_echo_floor(warm, rounds).await?;
+        self.push(
+            Row::new(
+                1,
+                "a command answered by JavaScript in the service worker, WebSocket (any extension's floor)",
+                Unit::Ms,
+                echo,
+            )
+            .baseline("HTTP floor", floor)
+            .note(format!(
+                "A WebSocket opened by a few lines of JavaScript evaluated in the extension's service worker, connected to the same server as another target, answers each command the moment its frame arrives (one JSON.parse, one send): the server, the wire and Chrome's delivery of a frame to the worker and back, without the wasm. In the same rounds the unknown tool's error took {}: the worker's own share is {}, against the goal's limit of the HTTP floor + 0.5 ms ({}).",
+                report::value(Unit::Ms, unknown.median),
+                report::value(Unit::Ms, (unknown.median - echo.median).max(0.0)),
+                report::value(Unit::Ms, floor.median + 0.5)
+            )),
+        );
         self.method.push(format!(
             "**1. Command latency.** On `{url}`, for each transport in turn (the extension \
              configured through its Options page, as a user does): {warm} warm-up rounds, then \
@@ -391,9 +410,94 @@ impl Bench {
              (a WebSocket client in the bench process that authenticates as a browser does and \
              answers each command the moment it arrives), {warm} + {rounds} rounds of three \
              arms: `javascript_tool` answered `2`, the HTTP floor, and an answer of \
-             {RELAY_TEXT_CHARS} characters."
+             {RELAY_TEXT_CHARS} characters. Last, any extension's floor over WebSocket: a stub of \
+             a few lines of JavaScript evaluated in the service worker (over CDP) opens a \
+             WebSocket to the bench's server as target `{ECHO_TARGET}` and answers each command \
+             the moment its frame arrives; {warm} + {rounds} rounds of three arms: \
+             `javascript_tool` to that target, the unknown tool's error from the extension, and \
+             the HTTP floor."
         ));
         self.direct_websocket().await
+    }
+
+    /// Any extension's floor over WebSocket: a stub of a few lines of JavaScript in the service
+    /// worker, connected to the bench's server as [`ECHO_TARGET`], answers every command at
+    /// once; beside it in the same rounds, the unknown tool's error (the wasm's dispatch) and
+    /// the HTTP floor. The extension is connected over WebSocket.
+    async fn worker_echo_floor(&mut self, warm: usize, rounds: usize) -> Result<[Stat; 3]> {
+        let worker = self.browser.worker().await?;
+        let started = worker
+            .eval(&format!(
+                r#"new Promise((resolve, reject) => {{
+                  const ws = new WebSocket({url});
+                  self.__benchEcho = ws;
+                  ws.onopen = () => ws.send(JSON.stringify({{type: "auth", token: {token}, target: {target}}}));
+                  ws.onmessage = (e) => {{
+                    const f = JSON.parse(e.data);
+                    if (f.type === "auth_ok") resolve("ok");
+                    else if (f.type === "command") ws.send(JSON.stringify({{type: "result", commandId: f.id, result: {{content: [{{type: "text", text: "2"}}]}}}}));
+                  }};
+                  ws.onclose = (e) => reject(new Error("the echo's socket closed: " + e.code + " " + e.reason));
+                  setTimeout(() => reject(new Error("no auth_ok within 10 s")), 10000);
+                }})"#,
+                url = Value::from(self.server.ws_url()),
+                token = Value::from(self.server.token.clone()),
+                target = Value::from(ECHO_TARGET),
+            ))
+            .await;
+        let measured = match started {
+            Ok(_) => {
+                let js = json!({"tabId": self.tab, "text": "1+1"});
+                let mut samples: [Vec<f64>; 3] = Default::default();
+                let mut failed = None;
+                'rounds: for round in 0..warm + rounds {
+                    for arm in rotation(round, 3) {
+                        let t = Instant::now();
+                        let done = match arm {
+                            0 => self
+                                .api
+                                .text_to(Some(ECHO_TARGET), "javascript_tool", &js)
+                                .await
+                                .and_then(|a| {
+                                    (a == "2").then_some(()).ok_or_else(|| {
+                                        Error::new(format!("the echo answered {a:?}"))
+                                    })
+                                }),
+                            // With two browsers connected, each command names its own.
+                            1 => match self
+                                .api
+                                .command_to(Some("default"), UNKNOWN_TOOL, &json!({}))
+                                .await
+                                .map(|r| r.outcome)
+                            {
+                                Ok(protocol::Outcome::Error { .. }) => Ok(()),
+                                Ok(other) => {
+                                    Err(Error::new(format!("the unknown tool answered {other:?}")))
+                                }
+                                Err(e) => Err(e),
+                            },
+                            _ => self.api.floor("javascript_tool", &js).await,
+                        };
+                        if let Err(e) = done {
+                            failed = Some(e);
+                            break 'rounds;
+                        }
+                        if round >= warm {
+                            samples[arm].push(ms(t.elapsed()));
+                        }
+                    }
+                }
+                match failed {
+                    Some(e) => Err(e),
+                    None => Ok([stat(&samples[0])?, stat(&samples[1])?, stat(&samples[2])?]),
+                }
+            }
+            Err(e) => Err(e),
+        };
+        let _ = worker
+            .eval("self.__benchEcho && self.__benchEcho.close(); delete self.__benchEcho; true")
+            .await;
+        measured.map_err(|e| e.context("the stub in the service worker"))
     }
 
     /// The server's share: a second server of the same build, with the bench's stub extension

@@ -18,7 +18,8 @@
 //! chunk) is a command's frame in and a result's POST its frame out, and each fetch is timed too.
 //! Then the floors: `chrome.debugger.sendCommand` from the worker, and one fetch POST to the
 //! server from the worker and from a web page, alike. It prints the start of the last answer
-//! (so a `javascript_tool` that times something in the page reports its numbers), and
+//! (so a `javascript_tool` that times something in the page reports its numbers; `ANSWER_OUT=<file>`
+//! writes it whole there), and
 //! `PROBE=<file.js>` evaluates that file in the worker at the end (`self.__probeTab` is the
 //! command's tab) and prints its value: one-off measurements of what the worker could do.
 //! `PROFILE=1` samples the worker's CPU (V8's profiler, every 50 µs) over the measured rounds
@@ -290,6 +291,9 @@ async fn main() -> Result<()> {
         print_profile(&stopped["profile"], rounds);
     }
     let last = serde_json::to_string(&last)?;
+    if let Ok(file) = std::env::var("ANSWER_OUT") {
+        std::fs::write(&file, &last)?;
+    }
     let cut = last.char_indices().nth(400).map_or(last.len(), |(i, _)| i);
     println!(
         "last answer ({} bytes of JSON): {}",
