@@ -497,6 +497,8 @@ impl Bench {
         let _ = worker
             .eval("self.__benchEcho && self.__benchEcho.close(); delete self.__benchEcho; true")
             .await;
+        // Attached, the worker would never stop (the wake section stops it).
+        let _ = worker.detach().await;
         measured.map_err(|e| e.context("the stub in the service worker"))
     }
 
