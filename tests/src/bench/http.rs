@@ -142,7 +142,12 @@ impl Api {
 
     /// The error message of a result that must be an error.
     pub async fn error(&self, tool: &str, args: &Value) -> Result<String> {
-        match self.command(tool, args).await?.outcome {
+        self.error_to(None, tool, args).await
+    }
+
+    /// [`Api::error`] for the browser connected as `target`.
+    pub async fn error_to(&self, target: Option<&str>, tool: &str, args: &Value) -> Result<String> {
+        match self.command_to(target, tool, args).await?.outcome {
             protocol::Outcome::Error { error } => Ok(error),
             protocol::Outcome::Result { result } => Err(Error::new(format!(
                 "{tool} {args} should have failed but returned: {}",
